@@ -1,0 +1,55 @@
+# kbatch-conformance: two entry points.
+#   make conformance   cluster up, pinned components installed, suites run, report written
+#   make test          the harness's own checks and tests
+# Both create what they need: uv (in ~/.cache), the virtualenv (.venv) from uv.lock,
+# and the pinned binaries (built from the Go module proxy into ~/.cache/kbatch-conformance).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON   ?= python3
+PROVIDER ?= auto
+PYTEST_ARGS ?=
+CACHE    ?= $(or $(KBC_CACHE_DIR),$(HOME)/.cache/kbatch-conformance)
+UV_VERSION := 0.13.9
+UV_HOME  := $(CACHE)/uv-$(UV_VERSION)
+UV       := $(UV_HOME)/bin/uv
+RUN      := $(UV) run --frozen --no-sync
+
+.PHONY: help conformance test lint typecheck unit toolchain clean
+
+help:
+	@echo "make conformance   run the conformance suites (PROVIDER=$(PROVIDER)); report in allure-results/ and reports/"
+	@echo "make test          lint, type-check and run the harness's own tests"
+
+$(UV):
+	@echo "[make] installing uv $(UV_VERSION) into $(UV_HOME)"
+	$(PYTHON) -m venv "$(UV_HOME)"
+	"$(UV_HOME)/bin/pip" install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"
+
+.venv/.synced: pyproject.toml uv.lock | $(UV)
+	$(UV) sync --frozen --quiet
+	@touch $@
+
+toolchain: .venv/.synced
+	$(RUN) kbc toolchain
+
+lint: .venv/.synced
+	$(RUN) ruff check fixtures tests suites conftest.py
+	$(RUN) ruff format --check fixtures tests suites conftest.py
+
+typecheck: .venv/.synced
+	$(RUN) mypy
+
+test: lint typecheck toolchain
+	$(RUN) pytest tests $(PYTEST_ARGS)
+
+conformance: .venv/.synced
+	$(RUN) kbc toolchain
+	mkdir -p reports
+	$(RUN) pytest suites --provider $(PROVIDER) --alluredir allure-results \
+		--junitxml reports/junit.xml $(PYTEST_ARGS)
+
+clean:
+	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache allure-results reports
