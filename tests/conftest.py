@@ -1,0 +1,27 @@
+"""Shared helpers of the harness's own tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbc.lockfile import default_lock_path
+
+
+@pytest.fixture
+def lock_data() -> dict[str, object]:
+    """The repository's lock file as plain data, to break in a test."""
+    data: dict[str, object] = yaml.safe_load(default_lock_path().read_text())
+    return data
+
+
+@pytest.fixture
+def write_lock(tmp_path: Path):  # type: ignore[no-untyped-def]
+    def write(data: object) -> Path:
+        path = tmp_path / "charts-lock.yaml"
+        path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+        return path
+
+    return write

@@ -1,0 +1,184 @@
+"""`kbc cluster up/down` and the failure paths of the local provider: nothing is ever left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lightkube.resources.core_v1 import Node
+
+from kbc import paths
+from kbc.errors import ProcessStartError
+from kbc.kube import connect
+from kbc.lockfile import load_lock
+from kbc.net import port_is_free
+from kbc.process import ProcessRef
+from kbc.providers.local import LocalProvider
+
+pytestmark = pytest.mark.cluster
+
+KBC = [sys.executable, "-m", "kbc.cli"]
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(3)}"
+
+
+def recorded(name: str) -> tuple[list[ProcessRef], list[int]]:
+    """Processes and ports the cluster's state file records."""
+    state = json.loads((paths.clusters_dir() / name / "state.json").read_text())
+    refs = [ProcessRef(c["pid"], c["start_ticks"]) for c in state["components"].values()]
+    return refs, list(state["ports"].values())
+
+
+def processes_of(name: str) -> list[str]:
+    """Command lines of running processes that use the cluster's directory."""
+    marker = str(paths.clusters_dir() / name) + "/"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if marker in cmdline:
+                found.append(f"{entry.name}: {cmdline[:120]}")
+    return found
+
+
+def assert_nothing_left(name: str, refs: list[ProcessRef], ports: list[int]) -> None:
+    alive = [r.pid for r in refs if r.alive()]
+    assert not alive, f"processes still running: {alive}"
+    assert not processes_of(name), processes_of(name)
+    taken = [p for p in ports if not port_is_free(p)]
+    assert not taken, f"ports still taken: {taken}"
+    assert not (paths.clusters_dir() / name / "state.json").exists()
+
+
+@pytest.fixture
+def cleanup_names() -> Iterator[list[str]]:
+    """Names of clusters a test may create; removed afterwards whatever happened."""
+    names: list[str] = []
+    yield names
+    provider = LocalProvider(load_lock())
+    for name in names:
+        if (paths.clusters_dir() / name / "state.json").exists():
+            provider.down(name)
+        shutil.rmtree(paths.clusters_dir() / name, ignore_errors=True)
+
+
+def test_up_prints_kubeconfig_last_and_down_removes_everything(cleanup_names: list[str]) -> None:
+    name = unique_name("life")
+    cleanup_names.append(name)
+    up = subprocess.run([*KBC, "cluster", "up", "--name", name], capture_output=True, text=True, timeout=300)
+    assert up.returncode == 0, up.stderr
+    last = up.stdout.strip().splitlines()[-1]
+    assert last.startswith("KUBECONFIG=")
+    kubeconfig = Path(last.removeprefix("KUBECONFIG="))
+    assert kubeconfig.is_file()
+    assert len(list(connect(kubeconfig).list(Node))) >= 4
+    refs, ports = recorded(name)
+    assert all(r.alive() for r in refs) and len(refs) == 5
+
+    again = subprocess.run([*KBC, "cluster", "up", "--name", name], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "already running" in again.stderr
+    assert again.stdout.strip().splitlines()[-1] == last
+
+    down = subprocess.run([*KBC, "cluster", "down", "--name", name], capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert_nothing_left(name, refs, ports)
+    assert not (paths.clusters_dir() / name).exists()
+
+
+def test_sigint_during_startup_stops_everything(cleanup_names: list[str]) -> None:
+    name = unique_name("sigint")
+    cleanup_names.append(name)
+    state_file = paths.clusters_dir() / name / "state.json"
+    proc = subprocess.Popen([*KBC, "cluster", "up", "--name", name], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    refs: list[ProcessRef] = []
+    ports: list[int] = []
+    deadline = time.monotonic() + 120
+    # Interrupt once the apiserver has been started but before the cluster is ready.
+    while time.monotonic() < deadline:
+        if state_file.exists():
+            state = json.loads(state_file.read_text())
+            if "kube-apiserver" in state["components"] and state["status"] == "starting":
+                refs, ports = recorded(name)
+                break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    assert refs, "never saw the cluster mid-startup"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert_nothing_left(name, refs, ports)
+
+
+def test_sigterm_during_startup_stops_everything(cleanup_names: list[str]) -> None:
+    name = unique_name("sigterm")
+    cleanup_names.append(name)
+    state_file = paths.clusters_dir() / name / "state.json"
+    proc = subprocess.Popen([*KBC, "cluster", "up", "--name", name], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    refs: list[ProcessRef] = []
+    ports: list[int] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not refs:
+        if state_file.exists() and "etcd" in json.loads(state_file.read_text())["components"]:
+            refs, ports = recorded(name)
+        time.sleep(0.02)
+    assert refs, "never saw the cluster mid-startup"
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert_nothing_left(name, refs, ports)
+
+
+def test_taken_api_port_is_reported_with_its_holder(cleanup_names: list[str]) -> None:
+    name = unique_name("port")
+    cleanup_names.append(name)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        up = subprocess.run([*KBC, "cluster", "up", "--name", name, "--api-port", str(port)],
+                            capture_output=True, text=True, timeout=120)
+    assert up.returncode == 1
+    assert f"port 127.0.0.1:{port} is already in use by pid {os.getpid()}" in up.stderr, up.stderr
+    assert "choose another port" in up.stderr
+    assert not (paths.clusters_dir() / name / "state.json").exists()
+
+
+def test_component_failing_at_start_shows_its_log_and_stops_the_rest(cleanup_names: list[str]) -> None:
+    name = unique_name("crash")
+    cleanup_names.append(name)
+    provider = LocalProvider(load_lock(), extra_args={"kube-apiserver": ["--no-such-flag=1"]})
+    with pytest.raises(ProcessStartError) as info:
+        provider.up(name)
+    err = info.value
+    assert err.component == "kube-apiserver"
+    assert "exited during start-up" in str(err)
+    assert "unknown flag: --no-such-flag" in err.log_tail
+    assert err.log_path.is_file(), "the failed component's log is kept for the user"
+    assert not (paths.clusters_dir() / name / "state.json").exists()
+    etcd_log = paths.clusters_dir() / name / "logs" / "etcd.log"
+    assert etcd_log.is_file()
+
+
+def test_down_of_an_unknown_cluster_says_so() -> None:
+    down = subprocess.run([*KBC, "cluster", "down", "--name", "never-created-x"], capture_output=True,
+                          text=True, timeout=30)
+    assert down.returncode == 1
+    assert "no local cluster named 'never-created-x' was created by kbc" in down.stderr

@@ -1,0 +1,116 @@
+"""charts-lock.yaml: the real file loads, and every kind of damage names its field."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbc.errors import LockFileError
+from kbc.lockfile import REQUIRED_COMPONENTS, REQUIRED_TOOLS, default_lock_path, load_lock
+
+
+def test_repository_lock_loads_with_every_pin() -> None:
+    lock = load_lock()
+    assert re.fullmatch(r"v1\.\d+\.\d+", lock.kubernetes.version)
+    assert set(REQUIRED_TOOLS) <= set(lock.tools)
+    assert set(REQUIRED_COMPONENTS) <= set(lock.components)
+    for comp in lock.components.values():
+        assert comp.chart.version == comp.app_version.removeprefix("v")
+        assert comp.build.version == comp.app_version
+        assert comp.images and all(img.tag for img in comp.images)
+        assert comp.previous.app_version != comp.app_version
+    kube = lock.kubernetes.build
+    assert {b.name for b in kube.binaries} == {"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
+    assert kube.expand("v0.{minor}.{patch}").startswith("v0.")
+
+
+def test_versions_live_only_in_the_lock() -> None:
+    """No pinned version string is repeated in code, manifests or the Makefile."""
+    lock = load_lock()
+    versions = {lock.kubernetes.version, *(p.version for p in lock.tools.values())}
+    for comp in lock.components.values():
+        versions |= {comp.app_version, comp.chart.version, comp.previous.app_version}
+    root = default_lock_path().parent
+    offenders = []
+    for folder in ("fixtures", "suites", "manifests", "tests", ".github"):
+        for path in (root / folder).rglob("*"):
+            if path.is_file() and path.suffix in {".py", ".yaml", ".yml", ".json", ".toml"}:
+                text = path.read_text(errors="replace")
+                offenders += [f"{path.relative_to(root)}: {v}" for v in versions if re.search(
+                    rf"(?<![\w.]){re.escape(v)}(?![\w.])", text)]
+    makefile = (root / "Makefile").read_text()
+    offenders += [f"Makefile: {v}" for v in versions if v in makefile]
+    assert not offenders, "pins repeated outside charts-lock.yaml:\n" + "\n".join(offenders)
+
+
+def _break(data: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    broken = copy.deepcopy(data)
+    *parents, last = dotted.split(".")
+    node = broken
+    for key in parents:
+        node = node[key]
+    if value is _DELETE:
+        del node[last]
+    else:
+        node[last] = value
+    return broken
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("schemaVersion", 2, "this harness reads schema 1"),
+        ("schemaVersion", _DELETE, "is missing"),
+        ("kubernetes.version", "1.35", "is not a Go module version"),
+        ("kubernetes.version", 135, "expected a string"),
+        ("tools.helm", _DELETE, "is missing"),
+        ("tools.kwok.build.binaries", {}, "names no binary"),
+        ("components.kueue.chart.version", "0.0.1", "does not match appVersion"),
+        ("components.kueue.chart.digest", "sha256:abc", "empty or sha256"),
+        ("components.jobset.chart.reference", "registry.k8s.io/jobset", "chart reference"),
+        ("components.volcano.images", [], "non-empty list"),
+        ("components.volcano.previous", _DELETE, "expected a mapping, got nothing"),
+        ("components.kueue.namespace", "", "is empty"),
+        ("components.kueue.chartt", {}, "unknown field"),
+        ("kubernetes.build.ldflags", ["-X a={nope}"], "unknown placeholder"),
+    ],
+)
+def test_bad_field_is_named(
+    lock_data: dict[str, Any], write_lock: Any, field: str, value: Any, message: str
+) -> None:
+    path = write_lock(_break(lock_data, field, value))
+    with pytest.raises(LockFileError) as info:
+        load_lock(path)
+    err = info.value
+    assert message in str(err)
+    expected_field = {
+        "does not match appVersion": "components.kueue.chart.version",
+        "unknown placeholder": "kubernetes.build.ldflags[0]",
+    }.get(message, field)
+    assert err.field == expected_field, str(err)
+    assert str(path) in str(err)
+    assert "Fix the lock file" in str(err)
+
+
+def test_unparsable_yaml_names_the_line(write_lock: Any) -> None:
+    path = write_lock("schemaVersion: 1\nkubernetes: [unclosed\n")
+    with pytest.raises(LockFileError, match=r"not valid YAML at line \d+"):
+        load_lock(path)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(LockFileError, match="cannot be read"):
+        load_lock(tmp_path / "nope.yaml")
+
+
+def test_environment_lists_every_pin() -> None:
+    env = load_lock().environment()
+    assert env["kubernetes"].startswith("v1.")
+    assert {"kueue.appVersion", "jobset.appVersion", "volcano.appVersion", "tool.helm"} <= set(env)
