@@ -30,6 +30,11 @@ pytestmark = pytest.mark.cluster
 KBC = [sys.executable, "-m", "kbc.cli"]
 
 
+def kbc(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run the kbc CLI; the caller checks the exit code."""
+    return subprocess.run([*KBC, *args], check=False, capture_output=True, text=True, timeout=timeout)
+
+
 def unique_name(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(3)}"
 
@@ -80,7 +85,7 @@ def cleanup_names() -> Iterator[list[str]]:
 def test_up_prints_kubeconfig_last_and_down_removes_everything(cleanup_names: list[str]) -> None:
     name = unique_name("life")
     cleanup_names.append(name)
-    up = subprocess.run([*KBC, "cluster", "up", "--name", name], capture_output=True, text=True, timeout=300)
+    up = kbc("cluster", "up", "--name", name, timeout=300)
     assert up.returncode == 0, up.stderr
     last = up.stdout.strip().splitlines()[-1]
     assert last.startswith("KUBECONFIG=")
@@ -90,11 +95,11 @@ def test_up_prints_kubeconfig_last_and_down_removes_everything(cleanup_names: li
     refs, ports = recorded(name)
     assert all(r.alive() for r in refs) and len(refs) == 5
 
-    again = subprocess.run([*KBC, "cluster", "up", "--name", name], capture_output=True, text=True, timeout=60)
+    again = kbc("cluster", "up", "--name", name, timeout=60)
     assert again.returncode == 0 and "already running" in again.stderr
     assert again.stdout.strip().splitlines()[-1] == last
 
-    down = subprocess.run([*KBC, "cluster", "down", "--name", name], capture_output=True, text=True, timeout=120)
+    down = kbc("cluster", "down", "--name", name, timeout=120)
     assert down.returncode == 0, down.stderr
     assert_nothing_left(name, refs, ports)
     assert not (paths.clusters_dir() / name).exists()
@@ -104,8 +109,9 @@ def test_sigint_during_startup_stops_everything(cleanup_names: list[str]) -> Non
     name = unique_name("sigint")
     cleanup_names.append(name)
     state_file = paths.clusters_dir() / name / "state.json"
-    proc = subprocess.Popen([*KBC, "cluster", "up", "--name", name], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*KBC, "cluster", "up", "--name", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     refs: list[ProcessRef] = []
     ports: list[int] = []
     deadline = time.monotonic() + 120
@@ -130,8 +136,9 @@ def test_sigterm_during_startup_stops_everything(cleanup_names: list[str]) -> No
     name = unique_name("sigterm")
     cleanup_names.append(name)
     state_file = paths.clusters_dir() / name / "state.json"
-    proc = subprocess.Popen([*KBC, "cluster", "up", "--name", name], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*KBC, "cluster", "up", "--name", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     refs: list[ProcessRef] = []
     ports: list[int] = []
     deadline = time.monotonic() + 120
@@ -153,8 +160,7 @@ def test_taken_api_port_is_reported_with_its_holder(cleanup_names: list[str]) ->
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        up = subprocess.run([*KBC, "cluster", "up", "--name", name, "--api-port", str(port)],
-                            capture_output=True, text=True, timeout=120)
+        up = kbc("cluster", "up", "--name", name, "--api-port", str(port), timeout=120)
     assert up.returncode == 1
     assert f"port 127.0.0.1:{port} is already in use by pid {os.getpid()}" in up.stderr, up.stderr
     assert "choose another port" in up.stderr
@@ -178,7 +184,6 @@ def test_component_failing_at_start_shows_its_log_and_stops_the_rest(cleanup_nam
 
 
 def test_down_of_an_unknown_cluster_says_so() -> None:
-    down = subprocess.run([*KBC, "cluster", "down", "--name", "never-created-x"], capture_output=True,
-                          text=True, timeout=30)
+    down = kbc("cluster", "down", "--name", "never-created-x", timeout=30)
     assert down.returncode == 1
     assert "no local cluster named 'never-created-x' was created by kbc" in down.stderr

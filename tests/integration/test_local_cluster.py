@@ -26,8 +26,14 @@ EXIT_CODE = "conformance.kbatch.dev/exit-code"
 CONSISTENCY_WINDOW_S = 5.0
 
 
-def pod(name: str, *, gpus: int = 0, tolerate_gpu: bool = False, annotations: dict[str, str] | None = None,
-        restart_policy: str = "Never") -> Any:
+def pod(
+    name: str,
+    *,
+    gpus: int = 0,
+    tolerate_gpu: bool = False,
+    annotations: dict[str, str] | None = None,
+    restart_policy: str = "Never",
+) -> Any:
     resources = {"limits": {GPU: str(gpus)}, "requests": {GPU: str(gpus)}} if gpus else {}
     spec: dict[str, Any] = {
         "restartPolicy": restart_policy,
@@ -35,8 +41,19 @@ def pod(name: str, *, gpus: int = 0, tolerate_gpu: bool = False, annotations: di
     }
     if tolerate_gpu:
         spec["tolerations"] = [GPU_TOLERATION]
-    return from_dict({"apiVersion": "v1", "kind": "Pod",
-                      "metadata": {"name": name, "annotations": annotations or {}}, "spec": spec})
+    return from_dict(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "annotations": annotations or {}},
+            "spec": spec,
+        }
+    )
+
+
+def load(data: dict[str, Any]) -> Any:
+    """A lightkube object from a manifest dict."""
+    return from_dict(data)
 
 
 def is_ready(p: Any) -> bool:
@@ -50,7 +67,9 @@ def test_nodes_ready_with_gpu_capacity_and_labels(kube: Client) -> None:
     cpu_nodes = [n for n in nodes if n not in gpu_nodes]
     assert len(gpu_nodes) >= 2 and cpu_nodes, [n.metadata.name for n in nodes]
     for node in nodes:
-        assert any(c.type == "Ready" and c.status == "True" for c in node.status.conditions), node.metadata.name
+        assert any(c.type == "Ready" and c.status == "True" for c in node.status.conditions), (
+            node.metadata.name
+        )
     for node in gpu_nodes:
         labels = node.metadata.labels
         assert node.status.capacity[GPU] == "8" and node.status.allocatable[GPU] == "8"
@@ -64,7 +83,9 @@ def test_nodes_ready_with_gpu_capacity_and_labels(kube: Client) -> None:
     assert len(products) >= 2, "two GPU products are needed for flavor fallback scenarios"
 
 
-def test_control_plane_reports_the_pinned_version(kube: Client, charts_lock: ChartsLock, cluster: Cluster) -> None:
+def test_control_plane_reports_the_pinned_version(
+    kube: Client, charts_lock: ChartsLock, cluster: Cluster
+) -> None:
     version = api_get(kube, "/version")
     assert version["gitVersion"] == charts_lock.kubernetes.version
     assert cluster.details["kubernetes"] == charts_lock.kubernetes.version
@@ -72,8 +93,9 @@ def test_control_plane_reports_the_pinned_version(kube: Client, charts_lock: Cha
 
 def test_gpu_pod_with_toleration_binds_to_a_gpu_node(kube: Client, namespace: str) -> None:
     kube.create(pod("gpu", gpus=1, tolerate_gpu=True), namespace=namespace)
-    running = wait_for_object(kube, Pod, "gpu", namespace=namespace, until=is_ready, timeout=30,
-                              what="the GPU pod to be Ready")
+    running = wait_for_object(
+        kube, Pod, "gpu", namespace=namespace, until=is_ready, timeout=30, what="the GPU pod to be Ready"
+    )
     node = kube.get(Node, running.spec.nodeName)
     assert node.metadata.labels.get("nvidia.com/gpu.present") == "true"
     assert running.status.phase == "Running"
@@ -84,11 +106,20 @@ def test_gpu_pod_without_toleration_never_binds(kube: Client, namespace: str) ->
 
     def unschedulable(p: Any) -> bool:
         conditions = (p.status.conditions if p and p.status else None) or []
-        return any(c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
-                   for c in conditions)
+        return any(
+            c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+            for c in conditions
+        )
 
-    pending = wait_for_object(kube, Pod, "untolerated", namespace=namespace, until=unschedulable, timeout=30,
-                              what="the scheduler to report the pod Unschedulable")
+    pending = wait_for_object(
+        kube,
+        Pod,
+        "untolerated",
+        namespace=namespace,
+        until=unschedulable,
+        timeout=30,
+        what="the scheduler to report the pod Unschedulable",
+    )
     message = next(c.message for c in pending.status.conditions if c.type == "PodScheduled")
     assert "untolerated taint" in message and GPU in message, message
     assert "Insufficient nvidia.com/gpu" in message, message
@@ -101,18 +132,33 @@ def test_gpu_pod_without_toleration_never_binds(kube: Client, namespace: str) ->
 
 
 def test_job_whose_pods_ask_to_complete_reaches_complete(kube: Client, namespace: str) -> None:
-    job = from_dict({
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "done"},
-        "spec": {"completions": 3, "parallelism": 3, "backoffLimit": 0, "template": {
-            "metadata": {"annotations": {COMPLETE_AFTER: "2s"}},
-            "spec": {"restartPolicy": "Never",
-                     "containers": [{"name": "main", "image": "registry.invalid/fake:1"}]}}},
-    })
+    job = load(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "done"},
+            "spec": {
+                "completions": 3,
+                "parallelism": 3,
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {"annotations": {COMPLETE_AFTER: "2s"}},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "main", "image": "registry.invalid/fake:1"}],
+                    },
+                },
+            },
+        }
+    )
     kube.create(job, namespace=namespace)
 
     def complete(j: Any) -> bool:
-        return any(c.type == "Complete" and c.status == "True" for c in (j.status.conditions or [])) if (
-            j and j.status) else False
+        return (
+            any(c.type == "Complete" and c.status == "True" for c in (j.status.conditions or []))
+            if (j and j.status)
+            else False
+        )
 
     def failed(j: Any) -> str | None:
         for c in (j.status.conditions or []) if j and j.status else []:
@@ -120,8 +166,16 @@ def test_job_whose_pods_ask_to_complete_reaches_complete(kube: Client, namespace
                 return f"Job failed: {c.reason}: {c.message}"
         return None
 
-    finished = wait_for_object(kube, Job, "done", namespace=namespace, until=complete, fail=failed, timeout=60,
-                               what="Job done to be Complete")
+    finished = wait_for_object(
+        kube,
+        Job,
+        "done",
+        namespace=namespace,
+        until=complete,
+        fail=failed,
+        timeout=60,
+        what="Job done to be Complete",
+    )
     assert finished.status.succeeded == 3
     pods = list(kube.list(Pod, namespace=namespace, labels={"job-name": "done"}))
     assert len(pods) == 3 and all(p.status.phase == "Succeeded" for p in pods)
@@ -129,27 +183,48 @@ def test_job_whose_pods_ask_to_complete_reaches_complete(kube: Client, namespace
 
 def test_pod_fails_on_request_with_its_exit_code(kube: Client, namespace: str) -> None:
     kube.create(pod("crash", annotations={FAIL_AFTER: "1s", EXIT_CODE: "3"}), namespace=namespace)
-    failed = wait_for_object(kube, Pod, "crash", namespace=namespace, timeout=30, what="pod crash to fail",
-                             until=lambda p: p is not None and p.status.phase == "Failed")
+    failed = wait_for_object(
+        kube,
+        Pod,
+        "crash",
+        namespace=namespace,
+        timeout=30,
+        what="pod crash to fail",
+        until=lambda p: p is not None and p.status.phase == "Failed",
+    )
     terminated = failed.status.containerStatuses[0].state.terminated
     assert terminated.exitCode == 3 and terminated.reason == "Error"
 
 
 def test_pod_without_annotation_keeps_running(kube: Client, namespace: str) -> None:
     kube.create(pod("holder"), namespace=namespace)
-    wait_for_object(kube, Pod, "holder", namespace=namespace, until=is_ready, timeout=30,
-                    what="pod holder to be Ready")
+    wait_for_object(
+        kube, Pod, "holder", namespace=namespace, until=is_ready, timeout=30, what="pod holder to be Ready"
+    )
     time.sleep(CONSISTENCY_WINDOW_S)
     assert kube.get(Pod, "holder", namespace=namespace).status.phase == "Running"
 
 
 def test_gpu_resource_quota_rejects_pods_over_the_cap(kube: Client, namespace: str) -> None:
-    quota = from_dict({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus"},
-                       "spec": {"hard": {f"requests.{GPU}": "2"}}})
+    quota = load(
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "gpus"},
+            "spec": {"hard": {f"requests.{GPU}": "2"}},
+        }
+    )
     kube.create(quota, namespace=namespace)
     # The quota controller must have computed status.hard before admission enforces it.
-    wait_for_object(kube, ResourceQuota, "gpus", namespace=namespace, timeout=30, what="quota status",
-                    until=lambda q: q is not None and q.status is not None and bool(q.status.hard))
+    wait_for_object(
+        kube,
+        ResourceQuota,
+        "gpus",
+        namespace=namespace,
+        timeout=30,
+        what="quota status",
+        until=lambda q: q is not None and q.status is not None and bool(q.status.hard),
+    )
     with pytest.raises(ApiError) as rejected:
         kube.create(pod("too-many", gpus=3, tolerate_gpu=True), namespace=namespace)
     assert rejected.value.status.code == 403
@@ -157,9 +232,15 @@ def test_gpu_resource_quota_rejects_pods_over_the_cap(kube: Client, namespace: s
     assert f"requested: requests.{GPU}=3" in rejected.value.status.message
 
     kube.create(pod("fits", gpus=2, tolerate_gpu=True), namespace=namespace)
-    used = wait_for_object(kube, ResourceQuota, "gpus", namespace=namespace, timeout=30,
-                           what="quota status.used to count the admitted pod",
-                           until=lambda q: (q.status.used or {}).get(f"requests.{GPU}") == "2")
+    used = wait_for_object(
+        kube,
+        ResourceQuota,
+        "gpus",
+        namespace=namespace,
+        timeout=30,
+        what="quota status.used to count the admitted pod",
+        until=lambda q: (q.status.used or {}).get(f"requests.{GPU}") == "2",
+    )
     assert used.status.hard[f"requests.{GPU}"] == "2"
     with pytest.raises(ApiError) as missing:
         kube.get(Pod, "too-many", namespace=namespace)

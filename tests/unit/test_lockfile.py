@@ -40,8 +40,11 @@ def test_versions_live_only_in_the_lock() -> None:
         for path in (root / folder).rglob("*"):
             if path.is_file() and path.suffix in {".py", ".yaml", ".yml", ".json", ".toml"}:
                 text = path.read_text(errors="replace")
-                offenders += [f"{path.relative_to(root)}: {v}" for v in versions if re.search(
-                    rf"(?<![\w.]){re.escape(v)}(?![\w.])", text)]
+                offenders += [
+                    f"{path.relative_to(root)}: {v}"
+                    for v in versions
+                    if re.search(rf"(?<![\w.]){re.escape(v)}(?![\w.])", text)
+                ]
     makefile = (root / "Makefile").read_text()
     offenders += [f"Makefile: {v}" for v in versions if v in makefile]
     assert not offenders, "pins repeated outside charts-lock.yaml:\n" + "\n".join(offenders)

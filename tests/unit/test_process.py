@@ -14,9 +14,11 @@ from kbc.process import ProcessRef, run_logged, spawn_detached, tail
 
 def test_terminate_stops_the_whole_process_group(tmp_path: Path) -> None:
     # The child starts a grandchild and records its pid; terminate() must end both.
-    script = ("import subprocess,sys,time;"
-              f"p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
-              f"open({str(tmp_path / 'gc')!r},'w').write(str(p.pid));time.sleep(60)")
+    script = (
+        "import subprocess,sys,time;"
+        f"p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
+        f"open({str(tmp_path / 'gc')!r},'w').write(str(p.pid));time.sleep(60)"
+    )
     proc = spawn_detached([sys.executable, "-c", script], tmp_path / "log")
     ref = ProcessRef.of(proc.pid)
     deadline = time.monotonic() + 10
@@ -43,8 +45,11 @@ def test_a_reused_pid_is_not_taken_for_the_recorded_process() -> None:
 def test_run_logged_raises_with_the_log_tail(tmp_path: Path) -> None:
     log = tmp_path / "build.log"
     with pytest.raises(CommandError) as info:
-        run_logged([sys.executable, "-c", "print('step one'); print('it broke'); raise SystemExit(3)"], log,
-                   hint="do the thing")
+        run_logged(
+            [sys.executable, "-c", "print('step one'); print('it broke'); raise SystemExit(3)"],
+            log,
+            hint="do the thing",
+        )
     err = info.value
     assert err.returncode == 3 and "it broke" in err.output_tail
     assert "do the thing" in str(err) and str(log) in str(err)

@@ -9,10 +9,14 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
+from kbc import paths
 from kbc.errors import ToolMissingError
 from kbc.lockfile import BinarySpec, GoBuild, load_lock
 from kbc.toolchain import STAMP, Toolchain
@@ -29,20 +33,30 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_wrapper_maps_directory_replacements_and_keeps_the_others() -> None:
-    build = GoBuild("k8s.io/kubernetes", "v1.99.7", (BinarySpec("kube-apiserver", "cmd/kube-apiserver"),),
-                    {"k8s.io/*": "v0.{minor}.{patch}"})
-    upstream = GoMod("k8s.io/kubernetes", "1.25.0", (("default", "go1.25"),), (
-        Replace("k8s.io/api", "", "./staging/src/k8s.io/api", ""),
-        Replace("github.com/x/y", "v1.0.0", "github.com/x/y", "v1.0.1"),
-        Replace("go.etcd.io/etcd", "", "./FORBIDDEN_DEPENDENCY", ""),
-    ))
+    build = GoBuild(
+        "k8s.io/kubernetes",
+        "v1.99.7",
+        (BinarySpec("kube-apiserver", "cmd/kube-apiserver"),),
+        {"k8s.io/*": "v0.{minor}.{patch}"},
+    )
+    upstream = GoMod(
+        "k8s.io/kubernetes",
+        "1.25.0",
+        (("default", "go1.25"),),
+        (
+            Replace("k8s.io/api", "", "./staging/src/k8s.io/api", ""),
+            Replace("github.com/x/y", "v1.0.0", "github.com/x/y", "v1.0.1"),
+            Replace("go.etcd.io/etcd", "", "./FORBIDDEN_DEPENDENCY", ""),
+        ),
+    )
     text, notes = wrapper_gomod(build, upstream, "kbc.local/build/k8s")
     assert "require k8s.io/kubernetes v1.99.7" in text
     assert "\tk8s.io/api => k8s.io/api v0.99.7" in text
     assert "\tgithub.com/x/y v1.0.0 => github.com/x/y v1.0.1" in text
     assert "godebug default=go1.25" in text and "go 1.25.0" in text
-    assert "FORBIDDEN" not in text and notes == ["dropped directory replacement go.etcd.io/etcd => "
-                                                 "./FORBIDDEN_DEPENDENCY"]
+    assert "FORBIDDEN" not in text and notes == [
+        "dropped directory replacement go.etcd.io/etcd => ./FORBIDDEN_DEPENDENCY"
+    ]
 
 
 def test_generated_main_calls_the_library() -> None:
@@ -54,8 +68,10 @@ def test_generated_main_calls_the_library() -> None:
 @needs_go
 def test_parse_gomod_reads_replace_and_godebug(tmp_path: Path) -> None:
     gomod = tmp_path / "go.mod"
-    gomod.write_text("module example.com/m\n\ngo 1.25.0\n\ngodebug default=go1.25\n\n"
-                     "replace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\ta.b/c v1.0.0 => a.b/c v1.0.2\n)\n")
+    gomod.write_text(
+        "module example.com/m\n\ngo 1.25.0\n\ngodebug default=go1.25\n\n"
+        "replace (\n\tk8s.io/api => ./staging/src/k8s.io/api\n\ta.b/c v1.0.0 => a.b/c v1.0.2\n)\n"
+    )
     assert GO is not None
     parsed = parse_gomod(GO, gomod)
     assert parsed.go == "1.25.0" and parsed.godebug == (("default", "go1.25"),)
@@ -71,29 +87,34 @@ def test_missing_go_says_how_to_get_it(cache: Path, monkeypatch: pytest.MonkeyPa
     assert "Install Go" in str(info.value)
 
 
-def test_too_old_go_is_refused_before_building(cache: Path, monkeypatch: pytest.MonkeyPatch,
-                                               tmp_path: Path) -> None:
+def test_too_old_go_is_refused_before_building(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     if GO is None:
         pytest.skip("needs the go command to download the module's go.mod")
     fake = tmp_path / "go"
     # Answers "go env GOVERSION" with an old version and forwards everything else to the real go.
-    fake.write_text(f'#!/bin/sh\nif [ "$1 $2" = "env GOVERSION" ]; then echo go1.20.1; exit 0; fi\n'
-                    f'exec {GO} "$@"\n')
+    fake.write_text(
+        f'#!/bin/sh\nif [ "$1 $2" = "env GOVERSION" ]; then echo go1.20.1; exit 0; fi\nexec {GO} "$@"\n'
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("KBC_GO", str(fake))
     with pytest.raises(ToolMissingError, match=r"go >= 1\.\d+.*found go1\.20\.1"):
         Toolchain(load_lock(), out=io.StringIO()).ensure(["kwokctl"])
 
 
-def test_built_binaries_are_reused_without_running_go(cache: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      tmp_path: Path) -> None:
+def test_built_binaries_are_reused_without_running_go(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     lock = load_lock()
     toolchain = Toolchain(lock, out=io.StringIO())
     directory = toolchain.directory("kind")
     directory.mkdir(parents=True)
     (directory / "kind").write_text("#!/bin/sh\n")
     (directory / "kind").chmod(0o755)
-    (directory / STAMP).write_text(json.dumps({"fingerprint": toolchain._fingerprint(lock.tools["kind"].build)}))
+    (directory / STAMP).write_text(
+        json.dumps({"fingerprint": toolchain._fingerprint(lock.tools["kind"].build)})
+    )
     monkeypatch.setenv("KBC_GO", "/nonexistent/go")  # any attempt to build would fail
     assert toolchain.ensure(["kind"]) == {"kind": directory / "kind"}
     assert [s.built for s in toolchain.status() if s.name == "kind"] == [True]
@@ -111,14 +132,50 @@ def test_a_changed_recipe_is_not_fresh(cache: Path) -> None:
 
 
 def test_unknown_binary_name_lists_the_known_ones() -> None:
-    with pytest.raises(KeyError, match="known: .*kube-apiserver"):
+    with pytest.raises(KeyError, match=r"known: .*kube-apiserver"):
         Toolchain(load_lock(), out=io.StringIO()).ensure(["kubectl"])
 
 
 def test_cli_reports_a_malformed_lock_by_field(tmp_path: Path) -> None:
     bad = tmp_path / "charts-lock.yaml"
-    bad.write_text("schemaVersion: 1\nkubernetes: {version: \"1.35\"}\ntools: {}\ncomponents: {}\n")
-    proc = subprocess.run([sys.executable, "-m", "kbc.cli", "--lock", str(bad), "toolchain", "--list"],
-                          capture_output=True, text=True, env={**os.environ}, check=False)
+    bad.write_text('schemaVersion: 1\nkubernetes: {version: "1.35"}\ntools: {}\ncomponents: {}\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbc.cli", "--lock", str(bad), "toolchain", "--list"],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        check=False,
+    )
     assert proc.returncode == 1
     assert "kubernetes.version: '1.35' is not a Go module version" in proc.stderr
+
+
+def test_a_second_run_waits_for_the_first_and_reuses_its_build(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lock = load_lock()
+    out = io.StringIO()
+    toolchain = Toolchain(lock, out=out)
+    version = lock.tools["kind"].build.version
+    (paths.builds_dir() / "kind" / version).mkdir(parents=True)
+    first_run = FileLock(str(paths.builds_dir() / "kind" / f"{version}.lock"))
+    first_run.acquire()
+    monkeypatch.setenv("KBC_GO", "/nonexistent/go")  # the waiting run must not build
+    result: dict[str, object] = {}
+    waiter = threading.Thread(target=lambda: result.update(toolchain.ensure(["kind"])))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while "waiting" not in out.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert "another run is building it; waiting" in out.getvalue()
+    assert waiter.is_alive()
+    directory = toolchain.directory("kind")  # the first run finishes its build
+    directory.mkdir(parents=True)
+    (directory / "kind").write_text("#!/bin/sh\n")
+    (directory / "kind").chmod(0o755)
+    (directory / STAMP).write_text(
+        json.dumps({"fingerprint": toolchain._fingerprint(lock.tools["kind"].build)})
+    )
+    first_run.release()
+    waiter.join(timeout=10)
+    assert result == {"kind": directory / "kind"}
