@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 from lightkube import ApiError, Client
-from lightkube.codecs import from_dict
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Node, Pod, ResourceQuota
 
-from kbc.kube import api_get, wait_for_object
+from kbc.kube import api_get, load, wait_for_object
 from kbc.lockfile import ChartsLock
 from kbc.providers import Cluster
 
@@ -41,7 +40,7 @@ def pod(
     }
     if tolerate_gpu:
         spec["tolerations"] = [GPU_TOLERATION]
-    return from_dict(
+    return load(
         {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -49,11 +48,6 @@ def pod(
             "spec": spec,
         }
     )
-
-
-def load(data: dict[str, Any]) -> Any:
-    """A lightkube object from a manifest dict."""
-    return from_dict(data)
 
 
 def is_ready(p: Any) -> bool:
