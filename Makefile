@@ -43,7 +43,7 @@ typecheck: .venv/.synced
 	$(RUN) mypy
 
 test: lint typecheck toolchain
-	$(RUN) pytest tests $(PYTEST_ARGS)
+	$(RUN) pytest tests --cluster-name kbc-selftest $(PYTEST_ARGS)
 
 conformance: .venv/.synced
 	$(RUN) kbc toolchain

@@ -85,7 +85,7 @@ def cleanup_names() -> Iterator[list[str]]:
 def test_up_prints_kubeconfig_last_and_down_removes_everything(cleanup_names: list[str]) -> None:
     name = unique_name("life")
     cleanup_names.append(name)
-    up = kbc("cluster", "up", "--name", name, timeout=300)
+    up = kbc("cluster", "up", "--name", name, "--components", "none", timeout=300)
     assert up.returncode == 0, up.stderr
     last = up.stdout.strip().splitlines()[-1]
     assert last.startswith("KUBECONFIG=")
@@ -95,7 +95,7 @@ def test_up_prints_kubeconfig_last_and_down_removes_everything(cleanup_names: li
     refs, ports = recorded(name)
     assert all(r.alive() for r in refs) and len(refs) == 5
 
-    again = kbc("cluster", "up", "--name", name, timeout=60)
+    again = kbc("cluster", "up", "--name", name, "--components", "none", timeout=60)
     assert again.returncode == 0 and "already running" in again.stderr
     assert again.stdout.strip().splitlines()[-1] == last
 
@@ -110,7 +110,10 @@ def test_sigint_during_startup_stops_everything(cleanup_names: list[str]) -> Non
     cleanup_names.append(name)
     state_file = paths.clusters_dir() / name / "state.json"
     proc = subprocess.Popen(
-        [*KBC, "cluster", "up", "--name", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*KBC, "cluster", "up", "--name", name, "--components", "none"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     refs: list[ProcessRef] = []
     ports: list[int] = []
@@ -137,7 +140,10 @@ def test_sigterm_during_startup_stops_everything(cleanup_names: list[str]) -> No
     cleanup_names.append(name)
     state_file = paths.clusters_dir() / name / "state.json"
     proc = subprocess.Popen(
-        [*KBC, "cluster", "up", "--name", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*KBC, "cluster", "up", "--name", name, "--components", "none"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     refs: list[ProcessRef] = []
     ports: list[int] = []
@@ -160,7 +166,9 @@ def test_taken_api_port_is_reported_with_its_holder(cleanup_names: list[str]) ->
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        up = kbc("cluster", "up", "--name", name, "--api-port", str(port), timeout=120)
+        up = kbc(
+            "cluster", "up", "--name", name, "--components", "none", "--api-port", str(port), timeout=120
+        )
     assert up.returncode == 1
     assert f"port 127.0.0.1:{port} is already in use by pid {os.getpid()}" in up.stderr, up.stderr
     assert "choose another port" in up.stderr
