@@ -1,0 +1,55 @@
+"""The existing provider against a running cluster: opt-in only, never deletes, fails closed on charts."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from lightkube import Client
+from lightkube.resources.core_v1 import Namespace, Node
+
+from kbc.components._chart import ChartError
+from kbc.lockfile import ChartsLock
+from kbc.providers import Cluster
+from kbc.providers.existing import ContextNotAllowedError, ExistingProvider
+
+pytestmark = pytest.mark.cluster
+
+
+def namespaces(kube: Client) -> set[str]:
+    return {ns.metadata.name for ns in kube.list(Namespace)}
+
+
+def test_without_opt_in_nothing_is_touched(kube: Client, cluster: Cluster, charts_lock: ChartsLock) -> None:
+    before = namespaces(kube)
+    provider = ExistingProvider(charts_lock, kubeconfig=cluster.kubeconfig, out=io.StringIO())
+    with pytest.raises(ContextNotAllowedError, match=f"--allow-context kbc-{cluster.name}"):
+        provider.up("guarded", components=("kueue",))
+    assert namespaces(kube) == before
+
+
+def test_opted_in_context_is_used_and_never_deleted(
+    kube: Client, cluster: Cluster, charts_lock: ChartsLock
+) -> None:
+    context = f"kbc-{cluster.name}"
+    provider = ExistingProvider(
+        charts_lock, kubeconfig=cluster.kubeconfig, allow_context=context, out=io.StringIO()
+    )
+    existing = provider.up("opted-in")
+    assert not existing.created_by_harness
+    assert existing.details == {"context": context, "kubernetes": charts_lock.kubernetes.version}
+    provider.down("opted-in")
+    assert list(kube.list(Node)), "the existing provider must leave the cluster running"
+
+
+def test_a_chart_that_cannot_be_pulled_installs_nothing(
+    kube: Client, cluster: Cluster, charts_lock: ChartsLock
+) -> None:
+    before = namespaces(kube)
+    provider = ExistingProvider(
+        charts_lock, kubeconfig=cluster.kubeconfig, allow_context=f"kbc-{cluster.name}", out=io.StringIO()
+    )
+    reference = charts_lock.components["jobset"].chart.reference
+    with pytest.raises(ChartError, match=f"jobset: helm pull of {reference}"):
+        provider.up("no-registry", components=("jobset",))
+    assert namespaces(kube) == before

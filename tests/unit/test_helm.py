@@ -1,0 +1,96 @@
+"""Chart pulls are verified against the lock's digest before anything is installed."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from kbc.components._chart import ChartError
+from kbc.components._helm import DigestMismatchError, install_chart, pull_chart
+from kbc.lockfile import Component, load_lock
+
+FAKE_HELM = """#!/usr/bin/env python3
+# Stand-in for helm: records its arguments; `pull` writes a fixed archive named like helm's.
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_HELM_LOG"], "a") as log:
+    log.write(json.dumps(args) + "\\n")
+if os.environ.get("FAKE_HELM_FAIL"):
+    sys.stderr.write("Error: " + os.environ["FAKE_HELM_FAIL"] + "\\n")
+    sys.exit(1)
+if args[0] == "pull":
+    dest = args[args.index("--destination") + 1]
+    version = args[args.index("--version") + 1]
+    name = args[1].rsplit("/", 1)[-1]
+    with open(os.path.join(dest, f"{name}-{version}.tgz"), "wb") as fh:
+        fh.write(b"chart-archive-bytes")
+"""
+ARCHIVE_DIGEST = "sha256:" + hashlib.sha256(b"chart-archive-bytes").hexdigest()
+
+
+@pytest.fixture
+def helm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "helm"
+    path.write_text(FAKE_HELM)
+    path.chmod(0o755)
+    monkeypatch.setenv("FAKE_HELM_LOG", str(tmp_path / "helm.log"))
+    return path
+
+
+def calls(tmp_path: Path) -> list[list[str]]:
+    return [json.loads(line) for line in (tmp_path / "helm.log").read_text().splitlines()]
+
+
+def with_digest(component: Component, digest: str) -> Component:
+    return dataclasses.replace(component, chart=dataclasses.replace(component.chart, digest=digest))
+
+
+def test_oci_chart_with_the_pinned_digest_is_accepted(helm: Path, tmp_path: Path) -> None:
+    kueue = with_digest(load_lock().components["kueue"], ARCHIVE_DIGEST)
+    pulled = pull_chart(helm, kueue, tmp_path / "charts")
+    assert pulled.verified and pulled.digest == ARCHIVE_DIGEST
+    assert calls(tmp_path)[0][:4] == ["pull", kueue.chart.reference, "--version", kueue.chart.version]
+
+
+def test_http_repository_chart_is_pulled_by_name(helm: Path, tmp_path: Path) -> None:
+    volcano = with_digest(load_lock().components["volcano"], ARCHIVE_DIGEST)
+    pull_chart(helm, volcano, tmp_path / "charts")
+    args = calls(tmp_path)[0]
+    assert args[:2] == ["pull", "volcano"]
+    assert args[args.index("--repo") + 1] == volcano.chart.reference.rsplit("/", 1)[0]
+
+
+def test_a_digest_mismatch_fails_closed(helm: Path, tmp_path: Path) -> None:
+    kueue = with_digest(load_lock().components["kueue"], "sha256:" + "0" * 64)
+    with pytest.raises(DigestMismatchError, match="nothing was installed") as info:
+        pull_chart(helm, kueue, tmp_path / "charts")
+    assert ARCHIVE_DIGEST in str(info.value) and "components.kueue.chart.digest" in str(info.value)
+    assert [c[0] for c in calls(tmp_path)] == ["pull"], "no install may follow a mismatch"
+
+
+def test_an_unrecorded_digest_needs_an_explicit_opt_in(helm: Path, tmp_path: Path) -> None:
+    jobset = with_digest(load_lock().components["jobset"], "")
+    with pytest.raises(DigestMismatchError, match="records no digest"):
+        pull_chart(helm, jobset, tmp_path / "charts")
+    pulled = pull_chart(helm, jobset, tmp_path / "charts2", allow_unpinned=True)
+    assert not pulled.verified and pulled.digest == ARCHIVE_DIGEST
+
+
+def test_install_layers_values_and_names_the_component_on_failure(
+    helm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kueue = load_lock().components["kueue"]
+    values = [tmp_path / "a.yaml", tmp_path / "b.yaml"]
+    install_chart(helm, tmp_path / "kubeconfig", "ctx", kueue, tmp_path / "kueue.tgz", values)
+    args = calls(tmp_path)[-1]
+    assert args[:4] == ["upgrade", "--install", "kueue", str(tmp_path / "kueue.tgz")]
+    assert args[args.index("--namespace") + 1] == kueue.namespace
+    assert args[args.index("--kube-context") + 1] == "ctx"
+    assert [args[i + 1] for i, a in enumerate(args) if a == "--values"] == [str(p) for p in values]
+    monkeypatch.setenv("FAKE_HELM_FAIL", "UPGRADE FAILED: timed out")
+    with pytest.raises(ChartError, match="kueue: helm upgrade --install failed: Error: UPGRADE FAILED"):
+        install_chart(helm, tmp_path / "kubeconfig", None, kueue, tmp_path / "kueue.tgz", [])

@@ -1,0 +1,192 @@
+"""Provider selection, the existing provider's opt-in guard, and the kind provider with stand-in CLIs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kbc import paths
+from kbc.errors import ClusterNotFoundError, CommandError, ProviderNotAvailableError, ToolMissingError
+from kbc.lockfile import load_lock
+from kbc.providers import ProviderOptions, get_provider, resolve_provider_name
+from kbc.providers.existing import ContextNotAllowedError, ExistingProvider
+from kbc.providers.kind import MARKER, KindProvider, advertise_pools, kind_config
+from kbc.providers.local._nodes import POOL_LABEL, load_pools
+
+STAND_IN = """#!/usr/bin/env python3
+# Stand-in for {name}: records its arguments and answers like the real CLI for what kbc asks.
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["STAND_IN_LOG"], "a") as log:
+    log.write(json.dumps(["{name}", *args]) + "\\n")
+clusters = os.environ.get("STAND_IN_CLUSTERS", "")
+if args[:2] == ["get", "clusters"]:
+    print("\\n".join(c for c in clusters.split(",") if c))
+elif args[:2] == ["create", "cluster"] and os.environ.get("STAND_IN_CREATE_FAILS"):
+    sys.stderr.write("ERROR: failed to create cluster: could not run privileged container\\n")
+    sys.exit(1)
+"""
+
+
+@pytest.fixture
+def stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``kind`` and ``docker`` stand-ins first on PATH, a scratch cache, and a pre-built kind."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("kind", "docker"):
+        path = bin_dir / name
+        path.write_text(STAND_IN.replace("{name}", name))
+        path.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{Path('/usr/bin')}:{Path('/bin')}")
+    monkeypatch.setenv("STAND_IN_LOG", str(tmp_path / "calls.log"))
+    monkeypatch.setenv("KBC_CACHE_DIR", str(tmp_path / "cache"))
+    # The toolchain would build kind; hand it the stand-in as the pinned binary instead.
+    monkeypatch.setattr("kbc.toolchain.Toolchain.ensure", lambda self, names: {"kind": bin_dir / "kind"})
+    return tmp_path
+
+
+def calls(tmp_path: Path) -> list[list[str]]:
+    log = tmp_path / "calls.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_auto_is_local_without_a_privileged_docker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kbc.providers.docker_runs_privileged", lambda: False)
+    assert resolve_provider_name("auto") == "local"
+    monkeypatch.setattr("kbc.providers.docker_runs_privileged", lambda: True)
+    assert resolve_provider_name("auto") == "kind"
+    with pytest.raises(ProviderNotAvailableError, match="unknown provider 'kund'"):
+        resolve_provider_name("kund")
+
+
+def write_kubeconfig(path: Path, contexts: list[str], current: str) -> Path:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": current,
+                "contexts": [{"name": c, "context": {"cluster": c, "user": c}} for c in contexts],
+                "clusters": [{"name": c, "cluster": {"server": "https://127.0.0.1:1"}} for c in contexts],
+                "users": [{"name": c, "user": {}} for c in contexts],
+            }
+        )
+    )
+    return path
+
+
+def test_existing_refuses_a_context_the_user_did_not_opt_in_to(tmp_path: Path) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kc", ["prod", "gpu-staging"], current="prod")
+    lock = load_lock()
+    no_opt_in = ExistingProvider(lock, kubeconfig=kubeconfig, out=io.StringIO())
+    with pytest.raises(ContextNotAllowedError, match=r"refusing to use context 'prod'.*--allow-context prod"):
+        no_opt_in.up("x", components=())
+    other = ExistingProvider(lock, kubeconfig=kubeconfig, allow_context="gpu-staging", out=io.StringIO())
+    with pytest.raises(ContextNotAllowedError, match="context 'prod'"):
+        other.get("x")
+    chosen = ExistingProvider(lock, kubeconfig=kubeconfig, context="gpu-staging", allow_context="gpu-staging")
+    cluster = chosen.get("x")
+    assert cluster is not None and not cluster.created_by_harness
+    assert cluster.details["context"] == "gpu-staging"
+
+
+def test_existing_never_deletes_and_names_a_missing_context(tmp_path: Path) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kc", ["a"], current="a")
+    out = io.StringIO()
+    ExistingProvider(load_lock(), kubeconfig=kubeconfig, allow_context="a", out=out).down("x")
+    assert "never removes a cluster it did not create" in out.getvalue()
+    missing = ExistingProvider(load_lock(), kubeconfig=kubeconfig, context="b", allow_context="b")
+    with pytest.raises(Exception, match="context 'b' is not in"):
+        missing.get("x")
+
+
+def test_get_provider_passes_the_options_on(tmp_path: Path) -> None:
+    kubeconfig = write_kubeconfig(tmp_path / "kc", ["a"], current="a")
+    provider = get_provider(
+        "existing", load_lock(), ProviderOptions(kubeconfig=kubeconfig, allow_context="a")
+    )
+    assert isinstance(provider, ExistingProvider) and provider.get("x") is not None
+
+
+def test_kind_config_has_a_worker_per_pool_replica_with_the_pool_labels() -> None:
+    pools = load_pools(paths.manifests_dir() / "nodes")
+    config = kind_config(pools, api_port=6443)
+    workers = [n for n in config["nodes"] if n["role"] == "worker"]
+    assert len(workers) == sum(p.replicas for p in pools)
+    gpu_workers = [w for w in workers if w["labels"].get("nvidia.com/gpu.present") == "true"]
+    assert gpu_workers and all(w["labels"][POOL_LABEL].startswith("gpu-") for w in gpu_workers)
+    assert config["networking"] == {"apiServerAddress": "127.0.0.1", "apiServerPort": 6443}
+
+
+class FakeNode:
+    def __init__(self, name: str, pool: str) -> None:
+        self.metadata = type("M", (), {"name": name, "labels": {POOL_LABEL: pool}})()
+
+
+class RecordingClient:
+    def __init__(self, nodes: list[FakeNode]) -> None:
+        self.nodes = nodes
+        self.patches: list[tuple[str, str, dict[str, Any]]] = []
+
+    def list(self, res: Any, labels: Any = None) -> list[FakeNode]:
+        return self.nodes
+
+    def patch(self, res: Any, name: str, body: dict[str, Any]) -> None:
+        self.patches.append((res.__name__, name, body))
+
+
+def test_kind_workers_get_the_pool_taints_and_advertised_gpus() -> None:
+    pools = load_pools(paths.manifests_dir() / "nodes")
+    client = RecordingClient([FakeNode("kbc-worker", "cpu"), FakeNode("kbc-worker2", "gpu-h100")])
+    advertise_pools(client, pools)
+    gpu = [p for p in client.patches if p[1] == "kbc-worker2"]
+    assert (
+        "Node",
+        "kbc-worker2",
+        {"spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}},
+    ) in gpu
+    status = next(body for res, _, body in gpu if res == "NodeStatus")
+    assert status == {"status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}}}
+    assert not [p for p in client.patches if p[1] == "kbc-worker"], "CPU workers keep what kubelet reports"
+
+
+def test_kind_without_docker_says_how_to_get_it(stand_ins: Path) -> None:
+    (stand_ins / "bin" / "docker").unlink()
+    with pytest.raises(ToolMissingError, match=r"docker was not found.*--provider local"):
+        KindProvider(load_lock(), out=io.StringIO()).up("k")
+
+
+def test_kind_failure_removes_what_it_made(stand_ins: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STAND_IN_CREATE_FAILS", "1")
+    with pytest.raises(CommandError, match="could not run privileged container") as info:
+        KindProvider(load_lock(), out=io.StringIO()).up("k")
+    assert "Docker" in str(info.value)
+    made = calls(stand_ins)
+    create = next(c for c in made if c[1:3] == ["create", "cluster"])
+    lock = load_lock()
+    assert lock.kubernetes.node_image is not None
+    assert create[create.index("--image") + 1] == lock.kubernetes.node_image.ref
+    assert next(c for c in made if c[1] == "delete")[:5] == ["kind", "delete", "cluster", "--name", "k"]
+    assert not (paths.clusters_dir() / "kind-k").exists()
+
+
+def test_kind_leaves_clusters_it_did_not_create_alone(
+    stand_ins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_CLUSTERS", "someone-elses")
+    provider = KindProvider(load_lock(), out=io.StringIO())
+    with pytest.raises(Exception, match="was not created by kbc; it is left alone"):
+        provider.up("someone-elses")
+    with pytest.raises(ClusterNotFoundError, match="kbc deletes only its own"):
+        provider.down("someone-elses")
+    assert provider.get("someone-elses") is None
+    assert not [c for c in calls(stand_ins) if c[1] in ("create", "delete")]
+    (paths.clusters_dir() / "kind-mine").mkdir(parents=True)
+    (paths.clusters_dir() / "kind-mine" / MARKER).write_text("mine\n")
+    provider.down("mine")
+    assert calls(stand_ins)[-1][:5] == ["kind", "delete", "cluster", "--name", "mine"]
