@@ -17,7 +17,7 @@ pytestmark = pytest.mark.cluster
 
 
 def namespaces(kube: Client) -> set[str]:
-    return {ns.metadata.name for ns in kube.list(Namespace)}
+    return {str(ns.metadata.name) for ns in kube.list(Namespace)}
 
 
 def test_without_opt_in_nothing_is_touched(kube: Client, cluster: Cluster, charts_lock: ChartsLock) -> None:
