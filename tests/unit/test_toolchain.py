@@ -26,6 +26,18 @@ GO = shutil.which("go")
 needs_go = pytest.mark.skipif(GO is None, reason="parsing go.mod uses the go command, which is not on PATH")
 
 
+def fake_build(toolchain: Toolchain, owner: str, fingerprint: str | None = None) -> Path:
+    """Put a stand-in binary and build stamp where *owner*'s build would land."""
+    directory = toolchain.directory(owner)
+    directory.mkdir(parents=True)
+    for spec in toolchain.builds[owner].binaries:
+        (directory / spec.name).write_text("#!/bin/sh\n")
+        (directory / spec.name).chmod(0o755)
+    stamp = fingerprint if fingerprint is not None else toolchain._fingerprint(toolchain.builds[owner])
+    (directory / STAMP).write_text(json.dumps({"fingerprint": stamp}))
+    return directory
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KBC_CACHE_DIR", str(tmp_path / "cache"))
@@ -106,28 +118,16 @@ def test_too_old_go_is_refused_before_building(
 def test_built_binaries_are_reused_without_running_go(
     cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    lock = load_lock()
-    toolchain = Toolchain(lock, out=io.StringIO())
-    directory = toolchain.directory("kind")
-    directory.mkdir(parents=True)
-    (directory / "kind").write_text("#!/bin/sh\n")
-    (directory / "kind").chmod(0o755)
-    (directory / STAMP).write_text(
-        json.dumps({"fingerprint": toolchain._fingerprint(lock.tools["kind"].build)})
-    )
+    toolchain = Toolchain(load_lock(), out=io.StringIO())
+    directory = fake_build(toolchain, "kind")
     monkeypatch.setenv("KBC_GO", "/nonexistent/go")  # any attempt to build would fail
     assert toolchain.ensure(["kind"]) == {"kind": directory / "kind"}
     assert [s.built for s in toolchain.status() if s.name == "kind"] == [True]
 
 
 def test_a_changed_recipe_is_not_fresh(cache: Path) -> None:
-    lock = load_lock()
-    toolchain = Toolchain(lock, out=io.StringIO())
-    directory = toolchain.directory("kind")
-    directory.mkdir(parents=True)
-    (directory / "kind").write_text("#!/bin/sh\n")
-    (directory / "kind").chmod(0o755)
-    (directory / STAMP).write_text(json.dumps({"fingerprint": "something-else"}))
+    toolchain = Toolchain(load_lock(), out=io.StringIO())
+    fake_build(toolchain, "kind", fingerprint="something-else")
     assert [s.built for s in toolchain.status() if s.name == "kind"] == [False]
 
 
@@ -169,13 +169,7 @@ def test_a_second_run_waits_for_the_first_and_reuses_its_build(
         time.sleep(0.02)
     assert "another run is building it; waiting" in out.getvalue()
     assert waiter.is_alive()
-    directory = toolchain.directory("kind")  # the first run finishes its build
-    directory.mkdir(parents=True)
-    (directory / "kind").write_text("#!/bin/sh\n")
-    (directory / "kind").chmod(0o755)
-    (directory / STAMP).write_text(
-        json.dumps({"fingerprint": toolchain._fingerprint(lock.tools["kind"].build)})
-    )
+    directory = fake_build(toolchain, "kind")  # the first run finishes its build
     first_run.release()
     waiter.join(timeout=10)
     assert result == {"kind": directory / "kind"}
