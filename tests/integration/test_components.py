@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from lightkube import Client
-from lightkube.generic_resource import create_global_resource, create_namespaced_resource
+from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod
 
@@ -22,6 +22,7 @@ from kbc import paths
 from kbc.components import ComponentError, parse_components, parse_values
 from kbc.components._chart import ChartError, resolve_chart
 from kbc.kube import api_get, load, wait_for_list, wait_for_object
+from kbc.kueue import ClusterQueue, ResourceFlavor, Workload, is_true
 from kbc.lockfile import ChartsLock
 from kbc.plugins.cluster import ClusterSession
 from kbc.providers import Cluster
@@ -30,25 +31,9 @@ from kbc.providers.local import LocalProvider
 pytestmark = pytest.mark.cluster
 
 COMPLETE_AFTER = "conformance.kbatch.dev/complete-after"
-Workload = create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "Workload", "workloads")
-ClusterQueue = create_global_resource("kueue.x-k8s.io", "v1beta2", "ClusterQueue", "clusterqueues")
-ResourceFlavor = create_global_resource("kueue.x-k8s.io", "v1beta2", "ResourceFlavor", "resourceflavors")
 JobSet = create_namespaced_resource("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")
 VolcanoJob = create_namespaced_resource("batch.volcano.sh", "v1alpha1", "Job", "jobs")
 PodGroup = create_namespaced_resource("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups")
-
-
-def condition(obj: Any, kind: str) -> dict[str, Any] | None:
-    data = obj.to_dict() if hasattr(obj, "to_dict") else obj
-    for cond in (data or {}).get("status", {}).get("conditions") or []:
-        if cond["type"] == kind:
-            return dict(cond)
-    return None
-
-
-def is_true(obj: Any, kind: str) -> bool:
-    cond = condition(obj, kind) if obj is not None else None
-    return cond is not None and cond["status"] == "True"
 
 
 def container(cpu: str = "1") -> dict[str, Any]:
