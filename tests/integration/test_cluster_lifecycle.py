@@ -28,6 +28,15 @@ from kbc.providers.local import LocalProvider
 pytestmark = pytest.mark.cluster
 
 KBC = [sys.executable, "-m", "kbc.cli"]
+# kbc as a user types it at a terminal. A shell that starts a job in the background makes it
+# ignore SIGINT and children inherit that (so under CI Ctrl-C would be a no-op); Ctrl-C reaches an
+# interactive process, whose Python turns SIGINT into KeyboardInterrupt.
+KBC_AS_TYPED = [
+    sys.executable,
+    "-c",
+    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "signal.signal(signal.SIGTERM, signal.SIG_DFL); from kbc.cli import main; sys.exit(main(sys.argv[1:]))",
+]
 
 
 def kbc(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
@@ -119,7 +128,7 @@ def test_a_signal_during_startup_stops_everything(
     cleanup_names.append(name)
     state_file = paths.clusters_dir() / name / "state.json"
     proc = subprocess.Popen(
-        [*KBC, "cluster", "up", "--name", name, "--components", "none"],
+        [*KBC_AS_TYPED, "cluster", "up", "--name", name, "--components", "none"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
