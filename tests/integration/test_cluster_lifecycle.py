@@ -187,3 +187,17 @@ def test_down_of_an_unknown_cluster_says_so() -> None:
     down = kbc("cluster", "down", "--name", "never-created-x", timeout=30)
     assert down.returncode == 1
     assert "no local cluster named 'never-created-x' was created by kbc" in down.stderr
+
+
+def test_a_cluster_started_from_other_pins_is_not_reused(cleanup_names: list[str], tmp_path: Path) -> None:
+    name = unique_name("pins")
+    cleanup_names.append(name)
+    assert kbc("cluster", "up", "--name", name, "--components", "none", timeout=300).returncode == 0
+    state_file = paths.clusters_dir() / name / "state.json"
+    state = json.loads(state_file.read_text())
+    state["versions"]["kubernetes"] = "v1.0.0"  # as if started before a pin bump
+    state_file.write_text(json.dumps(state))
+    again = kbc("cluster", "up", "--name", name, "--components", "none", timeout=60)
+    assert again.returncode == 1
+    assert f"cluster {name} runs kubernetes v1.0.0 (pinned: {load_lock().kubernetes.version})" in again.stderr
+    assert f"kbc cluster down --name {name}" in again.stderr
