@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -10,7 +11,7 @@ from lightkube import ApiError, Client
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Node, Pod, ResourceQuota
 
-from kbc.kube import api_get, load, wait_for_object
+from kbc.kube import ConsistencyViolation, api_get, hold_list, load, wait_for_object
 from kbc.lockfile import ChartsLock
 from kbc.providers import Cluster
 
@@ -239,3 +240,23 @@ def test_gpu_resource_quota_rejects_pods_over_the_cap(kube: Client, namespace: s
     with pytest.raises(ApiError) as missing:
         kube.get(Pod, "too-many", namespace=namespace)
     assert missing.value.status.code == 404, "a pod refused by the quota must not exist"
+
+
+def test_a_consistency_window_catches_a_change_inside_it(kube: Client, namespace: str) -> None:
+    """hold_list watches the whole window: a pod that appears after 1 s of 5 fails it at once."""
+    timer = threading.Timer(1.0, lambda: kube.create(pod("intruder"), namespace=namespace))
+    timer.start()
+    try:
+        with pytest.raises(ConsistencyViolation) as info:
+            hold_list(
+                kube,
+                Pod,
+                namespace=namespace,
+                holds=lambda pods: not pods,
+                window=CONSISTENCY_WINDOW_S,
+                what="no pods in the namespace",
+            )
+    finally:
+        timer.join()
+    assert 0.9 <= info.value.after < CONSISTENCY_WINDOW_S, info.value.after
+    assert "intruder" in str(info.value)
