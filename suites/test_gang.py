@@ -16,12 +16,19 @@ from lightkube import Client
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod
 
-from kbc.kube import hold_list, load, wait_for_list, wait_for_object
-from kbc.kueue import QUEUE_LABEL, Queues, Workload, is_pending, is_true, make_queues, workload_of
+from kbc.kube import CONSISTENCY_WINDOW_S, hold_list, load, wait_for_list, wait_job_complete
+from kbc.kueue import (
+    QUEUE_LABEL,
+    Queues,
+    hold_suspended,
+    make_queues,
+    wait_admitted,
+    wait_pending,
+    workload_of,
+)
 
 pytestmark = [pytest.mark.gang, pytest.mark.kueue, allure.feature("gang")]
 
-WINDOW_S = 5.0
 GPU = "nvidia.com/gpu"
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 COMPLETE_AFTER = "conformance.kbatch.dev/complete-after"
@@ -88,59 +95,17 @@ def test_two_job_gangs_one_runs_whole_the_other_waits_whole(
     with allure.step("submit gang A (4 x 1 GPU, finishes after 8 s), then gang B (4 x 1 GPU)"):
         a = kube.create(gang_job("gang-a", six_gpus.local_queue, 4, "8s"), namespace=namespace)
         wl_a = workload_of(kube, a, namespace)
-        wait_for_object(
-            kube,
-            Workload,
-            wl_a.metadata.name,
-            namespace=namespace,
-            timeout=30,
-            what="gang A to be admitted",
-            until=lambda w: is_true(w, "Admitted"),
-        )
+        wait_admitted(kube, wl_a.metadata.name, namespace, timeout=30)
         b = kube.create(gang_job("gang-b", six_gpus.local_queue, 4, "2s"), namespace=namespace)
         wl_b = workload_of(kube, b, namespace)
     with allure.step("gang A runs all 4 pods"):
         running_pods(kube, namespace, {"job-name": "gang-a"}, 4, "all 4 pods of gang A running")
     with allure.step("gang B stays suspended with zero pods for the consistency window"):
-        wait_for_object(
-            kube,
-            Workload,
-            wl_b.metadata.name,
-            namespace=namespace,
-            until=is_pending,
-            timeout=30,
-            what="gang B's Workload to be pending",
-        )
-        hold_list(
-            kube,
-            Pod,
-            namespace=namespace,
-            labels={"job-name": "gang-b"},
-            holds=lambda pods: not pods,
-            window=WINDOW_S,
-            what="zero pods of gang B",
-        )
-        assert kube.get(Job, "gang-b", namespace=namespace).spec.suspend is True
-        assert is_pending(kube.get(Workload, wl_b.metadata.name, namespace=namespace))
+        wait_pending(kube, wl_b.metadata.name, namespace, timeout=30)
+        hold_suspended(kube, namespace, "gang-b", wl_b.metadata.name)
     with allure.step("when gang A completes, gang B is admitted and runs whole"):
-        wait_for_object(
-            kube,
-            Job,
-            "gang-a",
-            namespace=namespace,
-            timeout=60,
-            what="gang A to complete",
-            until=lambda j: is_true(j, "Complete"),
-        )
-        wait_for_object(
-            kube,
-            Workload,
-            wl_b.metadata.name,
-            namespace=namespace,
-            timeout=60,
-            what="gang B to be admitted",
-            until=lambda w: is_true(w, "Admitted"),
-        )
+        wait_job_complete(kube, "gang-a", namespace, timeout=60)
+        wait_admitted(kube, wl_b.metadata.name, namespace, timeout=60)
         pods = wait_for_list(
             kube,
             Pod,
@@ -151,15 +116,7 @@ def test_two_job_gangs_one_runs_whole_the_other_waits_whole(
             until=lambda ps: len(ps) == 4,
         )
         assert all(p.spec.tolerations for p in pods)
-        wait_for_object(
-            kube,
-            Job,
-            "gang-b",
-            namespace=namespace,
-            timeout=60,
-            what="gang B to complete",
-            until=lambda j: is_true(j, "Complete"),
-        )
+        wait_job_complete(kube, "gang-b", namespace, timeout=60)
 
 
 @pytest.mark.jobset
@@ -198,37 +155,21 @@ def test_jobset_is_admitted_whole_and_a_second_one_waits_whole(
     wl_first = workload_of(kube, first, namespace)
     assert len(wl_first.to_dict()["spec"]["podSets"]) == 1
     assert wl_first.to_dict()["spec"]["podSets"][0]["count"] == 4
-    wait_for_object(
-        kube,
-        Workload,
-        wl_first.metadata.name,
-        namespace=namespace,
-        timeout=30,
-        what="the first JobSet's Workload to be admitted",
-        until=lambda w: is_true(w, "Admitted"),
-    )
+    wait_admitted(kube, wl_first.metadata.name, namespace, timeout=30)
     running_pods(
         kube, namespace, {"jobset.sigs.k8s.io/jobset-name": "first"}, 4, "all 4 pods of the first JobSet"
     )
 
     second = kube.create(jobset("second", "2s"))
     wl_second = workload_of(kube, second, namespace)
-    wait_for_object(
-        kube,
-        Workload,
-        wl_second.metadata.name,
-        namespace=namespace,
-        until=is_pending,
-        timeout=30,
-        what="the second JobSet's Workload to be pending",
-    )
+    wait_pending(kube, wl_second.metadata.name, namespace, timeout=30)
     hold_list(
         kube,
         Pod,
         namespace=namespace,
         labels={"jobset.sigs.k8s.io/jobset-name": "second"},
         holds=lambda pods: not pods,
-        window=WINDOW_S,
+        window=CONSISTENCY_WINDOW_S,
         what="zero pods of the second JobSet",
     )
     assert not [

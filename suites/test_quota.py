@@ -13,26 +13,24 @@ from typing import Any
 import allure
 import pytest
 from lightkube import Client
-from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Pod
 
-from kbc.kube import hold_list, load, wait_for_list, wait_for_object
+from kbc.kube import load, wait_for_list, wait_job_complete
 from kbc.kueue import (
     PENDING_REASONS,
     QUEUE_LABEL,
     ClusterQueue,
     Queues,
-    Workload,
     condition,
-    is_pending,
-    is_true,
+    hold_suspended,
     make_queues,
+    wait_admitted,
+    wait_pending,
     workload_of,
 )
 
 pytestmark = [pytest.mark.quota, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("quota")]
 
-WINDOW_S = 5.0
 GPU = "nvidia.com/gpu"
 COMPLETE_AFTER = "conformance.kbatch.dev/complete-after"
 
@@ -61,27 +59,6 @@ def job(name: str, queue: str, *, pods: int = 1, cpu: str = "1", gpus: int = 0, 
     )
 
 
-def assert_waits_suspended(kube: Client, namespace: str, job_name: str, workload: str) -> dict[str, Any]:
-    """The Job stays suspended with zero pods and its Workload pending, for the whole window."""
-    hold_list(
-        kube,
-        Pod,
-        namespace=namespace,
-        labels={"job-name": job_name},
-        holds=lambda pods: not pods,
-        window=WINDOW_S,
-        what=f"zero pods for Job {job_name}",
-    )
-    current = kube.get(Job, job_name, namespace=namespace)
-    assert current.spec.suspend is True, "the Job must stay suspended while its Workload is pending"
-    held = kube.get(Workload, workload, namespace=namespace)
-    assert is_pending(held), condition(held, "QuotaReserved")
-    assert not is_true(held, "Admitted")
-    cond = condition(held, "QuotaReserved")
-    assert cond is not None
-    return cond
-
-
 @pytest.fixture
 def zero_cpu_queues(kube: Client, namespace: str, unique: str) -> Iterator[Queues]:
     yield from make_queues(kube, namespace, unique, {"cpu": "0"})
@@ -97,17 +74,9 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
         assert created.spec.suspend is True, "Kueue's webhook suspends a Job that names a LocalQueue"
         workload = workload_of(kube, created, namespace)
         name = workload.metadata.name
-        wait_for_object(
-            kube,
-            Workload,
-            name,
-            namespace=namespace,
-            until=is_pending,
-            timeout=30,
-            what="the Workload's QuotaReserved=False condition",
-        )
+        wait_pending(kube, name, namespace)
     with allure.step("it stays suspended with zero pods for the consistency window"):
-        cond = assert_waits_suspended(kube, namespace, "waits", name)
+        cond = hold_suspended(kube, namespace, "waits", name)
         assert cond["reason"] in PENDING_REASONS
         assert "couldn't assign flavors to pod set main" in cond["message"], cond["message"]
         assert "insufficient quota for cpu in flavor" in cond["message"], cond["message"]
@@ -115,15 +84,7 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
         cq = kube.get(ClusterQueue, queues.cluster_queue).to_dict()
         cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "2"
         kube.replace(load(cq))
-        admitted = wait_for_object(
-            kube,
-            Workload,
-            name,
-            namespace=namespace,
-            timeout=30,
-            what="the Workload to be admitted",
-            until=lambda w: is_true(w, "Admitted"),
-        )
+        admitted = wait_admitted(kube, name, namespace, timeout=30)
         assert admitted.to_dict()["status"]["admission"]["clusterQueue"] == queues.cluster_queue
         pods = wait_for_list(
             kube,
@@ -137,16 +98,7 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
         for pod in pods:  # Kueue labels the pods it admitted with their queues
             assert pod.metadata.labels.get("kueue.x-k8s.io/cluster-queue-name") == queues.cluster_queue
             assert pod.metadata.labels.get("kueue.x-k8s.io/local-queue-name") == queues.local_queue
-        wait_for_object(
-            kube,
-            Job,
-            "waits",
-            namespace=namespace,
-            timeout=60,
-            what="the Job to complete",
-            until=lambda j: is_true(j, "Complete"),
-            fail=lambda j: "Failed" if is_true(j, "Failed") else None,
-        )
+        wait_job_complete(kube, "waits", namespace)
 
 
 @allure.story("a GPU quota keeps an over-quota Job suspended while a Job within quota runs")
@@ -160,25 +112,9 @@ def test_gpu_quota_admits_what_fits_and_holds_what_does_not(
         large = kube.create(job("too-big", queues.local_queue, pods=1, gpus=8), namespace=namespace)
         fits = workload_of(kube, small, namespace)
         too_big = workload_of(kube, large, namespace)
-        wait_for_object(
-            kube,
-            Workload,
-            fits.metadata.name,
-            namespace=namespace,
-            timeout=30,
-            what="the 4-GPU Workload to be admitted",
-            until=lambda w: is_true(w, "Admitted"),
-        )
-        wait_for_object(
-            kube,
-            Workload,
-            too_big.metadata.name,
-            namespace=namespace,
-            until=is_pending,
-            timeout=30,
-            what="the 8-GPU Workload to be pending",
-        )
-        cond = assert_waits_suspended(kube, namespace, "too-big", too_big.metadata.name)
+        wait_admitted(kube, fits.metadata.name, namespace, timeout=30)
+        wait_pending(kube, too_big.metadata.name, namespace, timeout=30)
+        cond = hold_suspended(kube, namespace, "too-big", too_big.metadata.name)
         assert f"insufficient quota for {GPU}" in cond["message"] or "exceeds" in cond["message"].lower(), (
             cond
         )
@@ -202,16 +138,8 @@ def test_job_naming_a_missing_local_queue_stays_suspended(kube: Client, namespac
     assert created.spec.suspend is True
     workload = workload_of(kube, created, namespace)
     name = workload.metadata.name
-    pending = wait_for_object(
-        kube,
-        Workload,
-        name,
-        namespace=namespace,
-        until=is_pending,
-        timeout=30,
-        what="the Workload to report why it is not admitted",
-    )
+    pending = wait_pending(kube, name, namespace, timeout=30)
     cond = condition(pending, "QuotaReserved")
     assert cond is not None and cond["reason"] in {"Misconfigured", "Inadmissible", "Pending"}, cond
     assert "LocalQueue no-such-queue doesn't exist" in cond["message"], cond["message"]
-    assert_waits_suspended(kube, namespace, "orphan", name)
+    hold_suspended(kube, namespace, "orphan", name)

@@ -21,8 +21,8 @@ from lightkube.resources.core_v1 import Pod
 from kbc import paths
 from kbc.components import ComponentError, parse_components, parse_values
 from kbc.components._chart import ChartError, resolve_chart
-from kbc.kube import api_get, load, wait_for_list, wait_for_object
-from kbc.kueue import ClusterQueue, ResourceFlavor, Workload, is_true
+from kbc.kube import api_get, load, wait_for_list, wait_for_object, wait_job_complete
+from kbc.kueue import ClusterQueue, ResourceFlavor, Workload, is_true, wait_admitted
 from kbc.lockfile import ChartsLock
 from kbc.plugins.cluster import ClusterSession
 from kbc.providers import Cluster
@@ -111,26 +111,9 @@ def test_kueue_suspends_a_queued_job_and_admits_it_once_quota_exists(
             namespace=namespace,
         )
         name = workload["metadata"]["name"]
-        admitted = wait_for_object(
-            kube,
-            Workload,
-            name,
-            namespace=namespace,
-            timeout=60,
-            what="the Workload to be admitted",
-            until=lambda w: is_true(w, "Admitted"),
-        )
+        admitted = wait_admitted(kube, name, namespace, timeout=60)
         assert admitted.to_dict()["status"]["admission"]["clusterQueue"] == cq
-        done = wait_for_object(
-            kube,
-            Job,
-            "queued",
-            namespace=namespace,
-            timeout=60,
-            what="the Job to complete",
-            until=lambda j: is_true(j, "Complete"),
-            fail=lambda j: "Job failed" if is_true(j, "Failed") else None,
-        )
+        done = wait_job_complete(kube, "queued", namespace)
         assert done.status.succeeded == 2
         wait_for_object(
             kube,

@@ -11,7 +11,7 @@ from lightkube import ApiError, Client
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Node, Pod, ResourceQuota
 
-from kbc.kube import ConsistencyViolation, api_get, hold_list, load, wait_for_object
+from kbc.kube import CONSISTENCY_WINDOW_S, ConsistencyViolation, api_get, hold_list, load, wait_for_object
 from kbc.lockfile import ChartsLock
 from kbc.providers import Cluster
 
@@ -22,8 +22,6 @@ GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 COMPLETE_AFTER = "conformance.kbatch.dev/complete-after"
 FAIL_AFTER = "conformance.kbatch.dev/fail-after"
 EXIT_CODE = "conformance.kbatch.dev/exit-code"
-# "Stays pending" is a window, never a single look.
-CONSISTENCY_WINDOW_S = 5.0
 
 
 def pod(
