@@ -1,0 +1,42 @@
+"""Run suite scenarios in a separate pytest process against the session's cluster.
+
+The "prove the suites can fail" tests use this: the inner run reuses the cluster
+by name (it neither installs nor removes anything) and loads one sabotage plugin
+from ``tests/sabotage``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from kbc.providers import Cluster
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class InnerRun:
+    """The outcome of an inner pytest run: exit code and everything it printed."""
+
+    args: list[str]
+    returncode: int
+    output: str
+
+    def explain(self) -> str:
+        return f"inner run {' '.join(self.args)} exited {self.returncode}:\n{self.output[-6000:]}"
+
+
+def run_scenario(cluster: Cluster, target: str, *, sabotage: str | None, timeout: float = 300) -> InnerRun:
+    """Run *target* (``suites/test_x.py::test_y``) with the sabotage plugin *sabotage* loaded."""
+    args = [sys.executable, "-m", "pytest", target, "--cluster-name", cluster.name, "--components", "none"]
+    args += ["-p", "no:cacheprovider", "--tb=short", "-q"]
+    if sabotage:
+        args += ["-p", f"tests.sabotage.{sabotage}"]
+    # `python -m` puts the working directory on sys.path, which makes tests.sabotage importable.
+    proc = subprocess.run(
+        args, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
+    )
+    return InnerRun(args, proc.returncode, proc.stdout + proc.stderr)
