@@ -48,8 +48,8 @@ test: lint typecheck toolchain
 conformance: .venv/.synced
 	$(RUN) kbc toolchain
 	mkdir -p reports
-	$(RUN) pytest suites --provider $(PROVIDER) --alluredir allure-results \
-		--junitxml reports/junit.xml $(PYTEST_ARGS)
+	$(RUN) pytest suites --provider $(PROVIDER) --alluredir allure-results --clean-alluredir \
+		--junitxml reports/junit.xml --report-dir reports $(PYTEST_ARGS)
 
 clean:
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache allure-results reports
