@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from kbc.errors import LockFileError
-from kbc.lockfile import REQUIRED_COMPONENTS, REQUIRED_TOOLS, default_lock_path, load_lock
+from kbc.lockfile import (
+    REQUIRED_COMPONENTS,
+    REQUIRED_TEST_IMAGES,
+    REQUIRED_TOOLS,
+    default_lock_path,
+    load_lock,
+)
 
 
 def test_repository_lock_loads_with_every_pin() -> None:
@@ -26,6 +32,13 @@ def test_repository_lock_loads_with_every_pin() -> None:
     kube = lock.kubernetes.build
     assert {b.name for b in kube.binaries} == {"kube-apiserver", "kube-controller-manager", "kube-scheduler"}
     assert kube.expand("v0.{minor}.{patch}").startswith("v0.")
+    assert set(REQUIRED_TEST_IMAGES) <= set(lock.test_images)
+    cuda = lock.test_images["cuda"]
+    assert cuda.repository.endswith("/cuda") and "base" in cuda.tag
+    # Pulled by digest once one is recorded, by tag until then.
+    assert cuda.ref == (
+        f"{cuda.repository}@{cuda.digest}" if cuda.digest else f"{cuda.repository}:{cuda.tag}"
+    )
 
 
 def test_versions_live_only_in_the_lock() -> None:
@@ -34,6 +47,7 @@ def test_versions_live_only_in_the_lock() -> None:
     versions = {lock.kubernetes.version, *(p.version for p in lock.tools.values())}
     for comp in lock.components.values():
         versions |= {comp.app_version, comp.chart.version, comp.previous.app_version}
+    versions |= {image.tag for image in lock.test_images.values()}
     root = default_lock_path().parent
     offenders = []
     for folder in ("fixtures", "suites", "manifests", "tests", ".github"):
@@ -83,6 +97,13 @@ _DELETE = object()
         ("components.kueue.namespace", "", "is empty"),
         ("components.kueue.chartt", {}, "unknown field"),
         ("kubernetes.build.ldflags", ["-X a={nope}"], "unknown placeholder"),
+        ("testImages", _DELETE, "expected a mapping, got nothing"),
+        ("testImages", ["docker.io/nvidia/cuda"], "expected a mapping"),
+        ("testImages.cuda", _DELETE, "is missing"),
+        ("testImages.cuda.tag", _DELETE, "is missing"),
+        ("testImages.cuda.repository", "", "is empty"),
+        ("testImages.cuda.digest", "sha256:abc", "empty or sha256"),
+        ("testImages.cuda.image", "docker.io/nvidia/cuda", "unknown field"),
     ],
 )
 def test_bad_field_is_named(
@@ -117,3 +138,11 @@ def test_environment_lists_every_pin() -> None:
     env = load_lock().environment()
     assert env["kubernetes"].startswith("v1.")
     assert {"kueue.appVersion", "jobset.appVersion", "volcano.appVersion", "tool.helm"} <= set(env)
+    assert env["testImage.cuda"] == load_lock().test_images["cuda"].ref
+
+
+def test_a_recorded_cuda_digest_is_what_the_test_pulls(lock_data: dict[str, Any], write_lock: Any) -> None:
+    digest = "sha256:" + "0" * 64
+    path = write_lock(_break(lock_data, "testImages.cuda.digest", digest))
+    cuda = load_lock(path).test_images["cuda"]
+    assert cuda.ref == f"{cuda.repository}@{digest}"
