@@ -40,3 +40,15 @@ def run_scenario(cluster: Cluster, target: str, *, sabotage: str | None, timeout
         args, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
     )
     return InnerRun(args, proc.returncode, proc.stdout + proc.stderr)
+
+
+def expect_failure(
+    cluster: Cluster, target: str, *, sabotage: str | None, because: list[str], timeout: float = 300
+) -> InnerRun:
+    """Run *target* with *sabotage*: exactly one test must fail, and its output must say every text in
+    *because* (the words that explain the broken behaviour)."""
+    run = run_scenario(cluster, target, sabotage=sabotage, timeout=timeout)
+    assert run.returncode == 1 and "1 failed" in run.output, run.explain()
+    missing = [text for text in because if text not in run.output]
+    assert not missing, f"the failure does not explain itself with {missing}; " + run.explain()
+    return run

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kbc.providers import Cluster
-from tests.integration.suite_runner import run_scenario
+from tests.integration.suite_runner import expect_failure
 
 pytestmark = pytest.mark.cluster
 
@@ -18,53 +18,51 @@ SUITE = "suites/test_cohort.py"
 
 
 def test_borrowing_fails_when_the_queues_share_no_cohort(cluster: Cluster) -> None:
-    run = run_scenario(
+    expect_failure(
         cluster,
         f"{SUITE}::test_borrower_runs_on_idle_quota_lent_by_its_cohort",
         sabotage="cohort_no_cohort_name",
+        because=[
+            "the borrower was held at its nominal quota",
+            # Alone, the borrower's maximum is its nominal 2 GPUs: Kueue's own words say so.
+            "current podset request (4) > maximum capacity (2)",
+        ],
     )
-    assert run.returncode == 1, run.explain()
-    assert "1 failed" in run.output, run.explain()
-    assert "the borrower was held at its nominal quota" in run.output, run.explain()
-    # Alone, the borrower's maximum is its nominal 2 GPUs: Kueue's own words say so.
-    assert "current podset request (4) > maximum capacity (2)" in run.output, run.explain()
 
 
 def test_borrowing_limit_fails_when_the_limit_is_lifted(cluster: Cluster) -> None:
-    run = run_scenario(
+    expect_failure(
         cluster,
         f"{SUITE}::test_borrowing_limit_holds_back_what_exceeds_it",
         sabotage="cohort_no_borrowing_limit",
+        because=[
+            "Kueue reserved quota for it instead (Quota reserved in ClusterQueue borrower-",
+            "so it was not held back as this scenario requires",
+        ],
     )
-    assert run.returncode == 1, run.explain()
-    assert "1 failed" in run.output, run.explain()
-    assert "Kueue reserved quota for it instead (Quota reserved in ClusterQueue borrower-" in run.output, (
-        run.explain()
-    )
-    assert "so it was not held back as this scenario requires" in run.output, run.explain()
 
 
 @pytest.mark.slow  # waits out the scenario's 60 s eviction deadline
 def test_reclaim_fails_when_the_lender_may_not_reclaim(cluster: Cluster) -> None:
-    run = run_scenario(
+    expect_failure(
         cluster,
         f"{SUITE}::test_lender_reclaims_lent_quota_by_evicting_the_borrower",
         sabotage="cohort_reclaim_never",
+        because=[
+            "the borrower was not evicted",
+            # The lender's Workload waits for quota it could have reclaimed.
+            "insufficient unused quota for nvidia.com/gpu",
+        ],
     )
-    assert run.returncode == 1, run.explain()
-    assert "1 failed" in run.output, run.explain()
-    assert "the borrower was not evicted" in run.output, run.explain()
-    # The lender's Workload waits for quota it could have reclaimed.
-    assert "insufficient unused quota for nvidia.com/gpu" in run.output, run.explain()
 
 
 @pytest.mark.slow  # waits out the scenario's 60 s eviction deadline
 def test_priority_preemption_fails_when_the_queue_may_not_preempt(cluster: Cluster) -> None:
-    run = run_scenario(
+    expect_failure(
         cluster,
         f"{SUITE}::test_higher_priority_preempts_lower_priority_within_a_cluster_queue",
         sabotage="cohort_no_priority_preemption",
+        because=[
+            "the low-priority Job was not evicted",
+        ],
     )
-    assert run.returncode == 1, run.explain()
-    assert "1 failed" in run.output, run.explain()
-    assert "the low-priority Job was not evicted" in run.output, run.explain()

@@ -12,7 +12,7 @@ from lightkube import Client
 
 from kbc.flavors import gpu_products
 from kbc.providers import Cluster
-from tests.integration.suite_runner import run_scenario
+from tests.integration.suite_runner import expect_failure
 
 pytestmark = pytest.mark.cluster
 
@@ -23,13 +23,13 @@ def test_product_routing_fails_when_flavors_point_at_the_wrong_product(
     products = [p.product for p in gpu_products(kube)]
     assert len(products) >= 2, f"the sabotage swaps one GPU product for another; this cluster has {products}"
     asked, given = products[0], products[1]
-    run = run_scenario(
+    expect_failure(
         cluster,
         "suites/test_fake_gpu.py::test_product_flavor_routes_a_job_to_its_pool",
         sabotage="fake_gpu_wrong_product",
+        because=[
+            "WrongPool",
+            "pods of Job routed landed on the wrong pool",
+            f"expected nvidia.com/gpu.product={asked}, got {given}",
+        ],
     )
-    assert run.returncode == 1, run.explain()
-    assert "1 failed" in run.output, run.explain()
-    assert "WrongPool" in run.output, run.explain()
-    assert "pods of Job routed landed on the wrong pool" in run.output, run.explain()
-    assert f"expected nvidia.com/gpu.product={asked}, got {given}" in run.output, run.explain()

@@ -19,35 +19,33 @@ import yaml
 from kbc.components._chart import resolve_chart
 from kbc.lockfile import ChartsLock
 from kbc.providers import Cluster
-from tests.integration.suite_runner import run_scenario
+from tests.integration.suite_runner import expect_failure
 
 pytestmark = pytest.mark.cluster
 
 
 def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster) -> None:
-    run = run_scenario(
+    expect_failure(
         cluster,
         "suites/test_gang.py::test_two_job_gangs_one_runs_whole_the_other_waits_whole",
         sabotage="quota_far_too_high",
+        because=[
+            "Kueue reserved quota for it instead (Quota reserved in ClusterQueue",
+            "so it was not held back as this scenario requires",
+        ],
     )
-    assert run.returncode == 1, run.explain()
-    assert "1 failed" in run.output, run.explain()
-    assert "Kueue reserved quota for it instead (Quota reserved in ClusterQueue" in run.output, run.explain()
-    assert "so it was not held back as this scenario requires" in run.output, run.explain()
 
 
 def test_gpu_quota_fails_when_the_namespace_cap_is_far_too_high(cluster: Cluster) -> None:
-    run = run_scenario(
+    expect_failure(
         cluster,
         "suites/test_gpu_quota.py::test_pod_over_the_gpu_cap_is_refused_and_one_within_is_admitted",
         sabotage="gpu_quota_cap_far_too_high",
+        because=[
+            "the API server accepted Pod greedy, which it had to refuse (6 GPUs in a namespace capped at 4)",
+            "'requests.nvidia.com/gpu': '400'",  # the quota as it really stands
+        ],
     )
-    assert run.returncode == 1 and "1 failed" in run.output, run.explain()
-    assert (
-        "the API server accepted Pod greedy, which it had to refuse (6 GPUs in a namespace capped at 4)"
-        in (run.output)
-    ), run.explain()
-    assert "'requests.nvidia.com/gpu': '400'" in run.output, "the message shows the quota as it stands"
 
 
 @pytest.fixture
@@ -88,10 +86,11 @@ def kueue_without_batch_job(tmp_path: Path, charts_lock: ChartsLock) -> Iterator
 
 
 def test_quota_zero_fails_when_kueue_does_not_manage_jobs(kueue_without_batch_job: Cluster) -> None:
-    run = run_scenario(
+    expect_failure(
         kueue_without_batch_job,
         "suites/test_quota.py::test_quota_zero_waits_then_runs_when_quota_is_raised",
         sabotage=None,
+        because=[
+            "Kueue's webhook suspends a Job that names a LocalQueue",
+        ],
     )
-    assert run.returncode == 1 and "1 failed" in run.output, run.explain()
-    assert "Kueue's webhook suspends a Job that names a LocalQueue" in run.output, run.explain()
