@@ -8,55 +8,28 @@ run once quota appears.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import allure
 import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import Pod
 
+from kbc.gpu import GPU
 from kbc.kube import load, wait_for_list, wait_job_complete
 from kbc.kueue import (
     PENDING_REASONS,
-    QUEUE_LABEL,
     ClusterQueue,
     Queues,
     condition,
     hold_suspended,
     make_queues,
+    queued_job,
     wait_admitted,
     wait_pending,
     workload_of,
 )
 
 pytestmark = [pytest.mark.quota, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("quota")]
-
-GPU = "nvidia.com/gpu"
-COMPLETE_AFTER = "conformance.kbatch.dev/complete-after"
-
-
-def job(name: str, queue: str, *, pods: int = 1, cpu: str = "1", gpus: int = 0, run_for: str = "") -> Any:
-    resources: dict[str, Any] = {"requests": {"cpu": cpu}}
-    spec: dict[str, Any] = {
-        "restartPolicy": "Never",
-        "containers": [{"name": "main", "image": "registry.invalid/train:1"}],
-    }
-    if gpus:
-        resources["requests"][GPU] = str(gpus)
-        resources["limits"] = {GPU: str(gpus)}
-        spec["tolerations"] = [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}]
-    spec["containers"][0]["resources"] = resources
-    template: dict[str, Any] = {"spec": spec}
-    if run_for:
-        template["metadata"] = {"annotations": {COMPLETE_AFTER: run_for}}
-    return load(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "labels": {QUEUE_LABEL: queue}},
-            "spec": {"parallelism": pods, "completions": pods, "backoffLimit": 0, "template": template},
-        }
-    )
 
 
 @pytest.fixture
@@ -70,7 +43,9 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
 ) -> None:
     queues = zero_cpu_queues
     with allure.step("submit a 2-pod Job to a ClusterQueue with nominalQuota 0"):
-        created = kube.create(job("waits", queues.local_queue, pods=2, run_for="2s"), namespace=namespace)
+        created = kube.create(
+            queued_job("waits", queues.local_queue, pods=2, run_for="2s"), namespace=namespace
+        )
         assert created.spec.suspend is True, "Kueue's webhook suspends a Job that names a LocalQueue"
         workload = workload_of(kube, created, namespace)
         name = workload.metadata.name
@@ -80,6 +55,8 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
         assert cond["reason"] in PENDING_REASONS
         assert "couldn't assign flavors to pod set main" in cond["message"], cond["message"]
         assert "insufficient quota for cpu in flavor" in cond["message"], cond["message"]
+        # Kueue's max-capacity wording (flavorassigner): nothing can ever fit a quota of zero.
+        assert "> maximum capacity (0)" in cond["message"], cond["message"]
     with allure.step("raise nominalQuota to 2 CPUs: the Workload is admitted and its pods run"):
         cq = kube.get(ClusterQueue, queues.cluster_queue).to_dict()
         cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "2"
@@ -108,8 +85,8 @@ def test_gpu_quota_admits_what_fits_and_holds_what_does_not(
     queues_iter = make_queues(kube, namespace, unique, {"cpu": "32", GPU: "4"})
     queues = next(queues_iter)
     try:
-        small = kube.create(job("fits", queues.local_queue, pods=1, gpus=4), namespace=namespace)
-        large = kube.create(job("too-big", queues.local_queue, pods=1, gpus=8), namespace=namespace)
+        small = kube.create(queued_job("fits", queues.local_queue, pods=1, gpus=4), namespace=namespace)
+        large = kube.create(queued_job("too-big", queues.local_queue, pods=1, gpus=8), namespace=namespace)
         fits = workload_of(kube, small, namespace)
         too_big = workload_of(kube, large, namespace)
         wait_admitted(kube, fits.metadata.name, namespace, timeout=30)
@@ -134,7 +111,7 @@ def test_gpu_quota_admits_what_fits_and_holds_what_does_not(
 
 @allure.story("a Job naming a LocalQueue that does not exist stays suspended and says why")
 def test_job_naming_a_missing_local_queue_stays_suspended(kube: Client, namespace: str) -> None:
-    created = kube.create(job("orphan", "no-such-queue"), namespace=namespace)
+    created = kube.create(queued_job("orphan", "no-such-queue"), namespace=namespace)
     assert created.spec.suspend is True
     workload = workload_of(kube, created, namespace)
     name = workload.metadata.name
