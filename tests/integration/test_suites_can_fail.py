@@ -62,7 +62,8 @@ def kueue_without_batch_job(tmp_path: Path, charts_lock: ChartsLock) -> Iterator
         yaml.safe_dump({"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config)}})
     )
     name = f"kbc-nojob-{os.getpid()}"
-    up = [sys.executable, "-m", "kbc.cli", "cluster", "up", "--name", name, "--components", "kueue"]
+    kbc = [sys.executable, "-m", "kbc.cli", "cluster"]
+    up = [*kbc, "up", "--name", name, "--provider", "local", "--components", "kueue"]
     proc = subprocess.run(
         [*up, "--values", f"kueue={broken}"],
         capture_output=True,
@@ -76,13 +77,15 @@ def kueue_without_batch_job(tmp_path: Path, charts_lock: ChartsLock) -> Iterator
         kubeconfig = Path(proc.stdout.strip().splitlines()[-1].removeprefix("KUBECONFIG="))
         yield Cluster(name, "local", kubeconfig, True)
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "kbc.cli", "cluster", "down", name],
+        down = subprocess.run(
+            [*kbc, "down", "--name", name, "--provider", "local"],
             capture_output=True,
+            text=True,
             timeout=120,
             check=False,
             stdin=subprocess.DEVNULL,
         )
+        assert down.returncode == 0, f"cluster {name} was not removed: {down.stderr}"
 
 
 def test_quota_zero_fails_when_kueue_does_not_manage_jobs(kueue_without_batch_job: Cluster) -> None:
