@@ -7,6 +7,7 @@ session's cluster, with one plugin from ``tests/sabotage`` loaded.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,7 +25,9 @@ from tests.integration.suite_runner import expect_failure
 pytestmark = pytest.mark.cluster
 
 
-def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster) -> None:
+def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster, tmp_path: Path) -> None:
+    allure_dir, report_dir, junit = tmp_path / "allure", tmp_path / "reports", tmp_path / "junit.xml"
+    report = ["--alluredir", str(allure_dir), "--report-dir", str(report_dir), "--junitxml", str(junit)]
     expect_failure(
         cluster,
         "suites/test_gang.py::test_two_job_gangs_one_runs_whole_the_other_waits_whole",
@@ -32,8 +35,33 @@ def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster) -> None:
         because=[
             "Kueue reserved quota for it instead (Quota reserved in ClusterQueue",
             "so it was not held back as this scenario requires",
+            # The condition timeline under the failure shows the second gang's Workload admitted.
+            "Captured condition timeline",
+            "condition QuotaReserved=True QuotaReserved, condition Admitted=True Admitted",
+            "kbatch-conformance summary",
         ],
+        extra=report,
     )
+    # The report of that failure carries its evidence (this also tests the report plugins).
+    (result,) = [json.loads(p.read_text()) for p in allure_dir.glob("*-result.json")]
+    assert result["status"] == "failed", "a wait that gave up is a failed scenario, not a broken one"
+    labels = {(label["name"], label["value"]) for label in result["labels"]}
+    assert {("epic", "Kueue"), ("feature", "gang")} <= labels, labels
+    attachments = {a["name"]: allure_dir / a["source"] for a in result["attachments"]}
+    for name in ("condition timeline", "objects", "events", "admission latency"):
+        assert name in attachments, f"no {name!r} attachment: {sorted(attachments)}"
+    assert "log: kueue-controller-manager (since the test began)" in attachments, sorted(attachments)
+    assert "kind: Workload" in attachments["objects"].read_text()
+    assert "kind: ClusterQueue" in attachments["objects"].read_text(), "the cluster-scoped objects it made"
+    assert "Job gang-a (Workload job-gang-a-" in attachments["admission latency"].read_text()
+    environment = (allure_dir / "environment.properties").read_text()
+    for key in ("provider=local", "kubernetes.server=v", "kueue.appVersion=v", "volcano.chart="):
+        assert key in environment, environment
+    summary = json.loads((report_dir / "summary.json").read_text())
+    (row,) = summary["scenarios"]
+    assert row["outcome"] == "failed" and "gave up waiting for Workload" in row["reason"], row
+    assert row["latencies"]["Job gang-a"] is not None, row
+    assert "admission_latency_s[Job gang-a]" in junit.read_text()
 
 
 def test_gpu_quota_fails_when_the_namespace_cap_is_far_too_high(cluster: Cluster) -> None:
