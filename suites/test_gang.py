@@ -29,6 +29,7 @@ from kbc.kube import (
     wait_for_list,
     wait_for_object,
     wait_job_complete,
+    wait_pods_running,
 )
 from kbc.kueue import (
     QUEUE_LABEL,
@@ -58,20 +59,6 @@ def gang_job(name: str, queue: str | None, pods: int, run_for: str = "", **shape
     )
 
 
-def running_pods(kube: Client, namespace: str, labels: dict[str, str], count: int, what: str) -> list[Any]:
-    return wait_for_list(
-        kube,
-        Pod,
-        namespace=namespace,
-        labels=labels,
-        timeout=60,
-        what=what,
-        until=lambda pods: (
-            len(pods) == count and all(p.spec.nodeName and p.status.phase == "Running" for p in pods)
-        ),
-    )
-
-
 @pytest.fixture
 def six_gpus(kube: Client, namespace: str, unique: str) -> Iterator[Queues]:
     """A ClusterQueue with room for 6 GPUs: one 4-GPU gang fits, two do not."""
@@ -91,7 +78,7 @@ def test_two_job_gangs_one_runs_whole_the_other_waits_whole(
         b = kube.create(gang_job("gang-b", six_gpus.local_queue, 4, "2s"), namespace=namespace)
         wl_b = workload_of(kube, b, namespace)
     with allure.step("gang A runs all 4 pods"):
-        running_pods(kube, namespace, {"job-name": "gang-a"}, 4, "all 4 pods of gang A running")
+        wait_pods_running(kube, namespace, {"job-name": "gang-a"}, 4, what="all 4 pods of gang A running")
     with allure.step("gang B stays suspended with zero pods for the consistency window"):
         wait_pending(kube, wl_b.metadata.name, namespace, timeout=30)
         hold_suspended(kube, namespace, "gang-b", wl_b.metadata.name)
@@ -149,8 +136,8 @@ def test_jobset_is_admitted_whole_and_a_second_one_waits_whole(
     assert len(wl_first.to_dict()["spec"]["podSets"]) == 1
     assert wl_first.to_dict()["spec"]["podSets"][0]["count"] == 4
     wait_admitted(kube, wl_first.metadata.name, namespace, timeout=30)
-    running_pods(
-        kube, namespace, {"jobset.sigs.k8s.io/jobset-name": "first"}, 4, "all 4 pods of the first JobSet"
+    wait_pods_running(
+        kube, namespace, {"jobset.sigs.k8s.io/jobset-name": "first"}, 4, what="all 4 pods of the first JobSet"
     )
 
     second = kube.create(jobset("second", "2s"))

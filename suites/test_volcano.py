@@ -34,7 +34,7 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Pod
 
 from kbc.gpu import GPU, gpu_nodes, leave_free, requested_gpus
-from kbc.kube import CONSISTENCY_WINDOW_S, condition, hold_list, wait_for_list
+from kbc.kube import CONSISTENCY_WINDOW_S, condition, hold_list, wait_for_list, wait_pods_running
 from kbc.volcano import (
     EVICT,
     GANG_UNSCHEDULABLE,
@@ -94,23 +94,16 @@ def job_pods(kube: Client, namespace: str, job: str) -> list[Any]:
     return list(kube.list(Pod, namespace=namespace, labels={JOB_NAME_LABEL: job}))
 
 
-def wait_pods_running(
+def job_pods_running(
     kube: Client, namespace: str, job: str, count: int, node: str | None = None
 ) -> list[Any]:
     """Wait until vcjob *job* has *count* pods, all bound (to *node* when given) and Running."""
-
-    def running(pods: list[Any]) -> bool:
-        return len(pods) == count and all(
-            p.spec.nodeName and (node is None or p.spec.nodeName == node) and p.status.phase == "Running"
-            for p in pods
-        )
-
-    return wait_for_list(
+    return wait_pods_running(
         kube,
-        Pod,
-        namespace=namespace,
-        labels={JOB_NAME_LABEL: job},
-        until=running,
+        namespace,
+        {JOB_NAME_LABEL: job},
+        count,
+        node=node,
         describe=describe_pods,
         timeout=90,
         what=f"all {count} pods of vcjob {job} bound{f' to {node}' if node else ''} and Running",
@@ -278,7 +271,7 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Client, namespace: st
         )
     with allure.step("free a 4th GPU: all 4 pods are bound together and run"):
         filler.release()
-        wait_pods_running(kube, namespace, "gang", GANG_SIZE, node=node)
+        job_pods_running(kube, namespace, "gang", GANG_SIZE, node=node)
         wait_podgroup(
             kube,
             pg_name,
@@ -384,7 +377,7 @@ def test_queue_capability_zero_holds_the_job_until_raised(
         set_capability(kube, zero_gpu_queue, {GPU: str(pods)})
         wait_podgroup(kube, pg_name, namespace, until=running, what=f"PodGroup {pg_name} to be Running")
         assert INQUEUE in phases, f"PodGroup {pg_name} should pass through Inqueue; phases seen: {phases}"
-        wait_pods_running(kube, namespace, "capped", pods)
+        job_pods_running(kube, namespace, "capped", pods)
         wait_vcjob_phase(kube, "capped", namespace, RUNNING)
 
 
@@ -455,7 +448,7 @@ def test_reclaim_between_queues_follows_their_weights(
             ),
             namespace,
         )
-        wait_pods_running(kube, namespace, "low", total)
+        job_pods_running(kube, namespace, "low", total)
         low_pg = podgroup_of(kube, kube.get(VcJob, "low", namespace=namespace), namespace).metadata.name
     with allure.step(
         f"the weight-{HIGH_WEIGHT} queue asks for all {total} GPUs too, as {total} one-GPU jobs"
