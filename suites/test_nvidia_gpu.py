@@ -11,29 +11,26 @@ completes. Elsewhere it skips and says which fake GPU nodes it excluded.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
 import allure
 import pytest
-from lightkube import Client
-from lightkube.resources.core_v1 import Pod
 
-from kbc.gpu import GPU, HOSTNAME_LABEL, RealGpuNodes, pod_spec, real_gpu_nodes
-from kbc.kube import condition, is_true, load, wait_for_list, wait_for_object, wait_job_complete
-from kbc.kueue import QUEUE_LABEL, Queues, Workload, make_queues, wait_admitted, workload_of
+from kbc import timeouts
+from kbc.gpu import RealGpuNodes, real_gpu_nodes
+from kbc.jobs import job_pods, wait_job_complete
+from kbc.kube import Kube, Obj, condition
+from kbc.kueue import QueueFactory, Queues, wait_admitted, wait_finished, wait_workload_of
 from kbc.lockfile import ChartsLock
+from kbc.nodepools import GPU, HOSTNAME_LABEL
+from kbc.workloads import job
 
 pytestmark = [pytest.mark.nvidia_gpu, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("nvidia_gpu")]
 
 # nvidia-smi -L prints one line per visible GPU: "GPU 0: <name> (UUID: GPU-...)".
 FIRST_GPU = "GPU 0:"
-# An image pull from a public registry dominates; a CUDA base image is ~100 MB.
-RUN_TIMEOUT_S = 600
 
 
 @pytest.fixture
-def real_gpus(kube: Client) -> RealGpuNodes:
+def real_gpus(kube: Kube) -> RealGpuNodes:
     """The nodes whose GPUs come from a device plugin; skips (saying what it excluded) when there are none."""
     found = real_gpu_nodes(kube)
     if not found:
@@ -42,14 +39,16 @@ def real_gpus(kube: Client) -> RealGpuNodes:
 
 
 @pytest.fixture
-def gpu_queue(kube: Client, real_gpus: RealGpuNodes, namespace: str, unique: str) -> Iterator[Queues]:
+def gpu_queue(real_gpus: RealGpuNodes, make_kueue_queues: QueueFactory) -> Queues:
     """A ClusterQueue quoting one GPU (and a little CPU) for this test's namespace."""
-    yield from make_queues(kube, namespace, unique, {"cpu": "1", GPU: "1"})
+    return make_kueue_queues({"cpu": "1", GPU: "1"})
 
 
-def smoke_job(name: str, queue: str, image: str, nodes: list[str]) -> Any:
-    spec = pod_spec(gpus=1, cpu="100m", image=image, name="cuda")
-    spec["containers"][0]["command"] = ["nvidia-smi", "-L"]
+def smoke_job(name: str, queue: str, image: str, nodes: list[str]) -> Obj:
+    """A one-GPU Job running ``nvidia-smi -L`` in *image*, only on *nodes*."""
+    manifest = job(name, gpus=1, cpu="100m", queue=queue)
+    spec = manifest["spec"]["template"]["spec"]
+    spec["containers"][0].update(name="cuda", image=image, command=["nvidia-smi", "-L"])
     # Only the real GPU nodes: a cluster may also have fake GPU nodes, where nvidia-smi cannot run.
     spec["affinity"] = {
         "nodeAffinity": {
@@ -60,19 +59,12 @@ def smoke_job(name: str, queue: str, image: str, nodes: list[str]) -> Any:
             }
         }
     }
-    return load(
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "labels": {QUEUE_LABEL: queue}},
-            "spec": {"completions": 1, "parallelism": 1, "backoffLimit": 0, "template": {"spec": spec}},
-        }
-    )
+    return manifest
 
 
 @allure.story("a one-GPU Job queued through Kueue runs nvidia-smi on a device-plugin GPU and completes")
 def test_queued_gpu_job_sees_its_gpu(
-    kube: Client, charts_lock: ChartsLock, real_gpus: RealGpuNodes, namespace: str, gpu_queue: Queues
+    kube: Kube, charts_lock: ChartsLock, real_gpus: RealGpuNodes, namespace: str, gpu_queue: Queues
 ) -> None:
     image = charts_lock.test_images["cuda"].ref
     with allure.step(
@@ -81,38 +73,22 @@ def test_queued_gpu_job_sees_its_gpu(
         created = kube.create(
             smoke_job("nvidia-smi", gpu_queue.local_queue, image, real_gpus.names), namespace=namespace
         )
-        assert created.spec.suspend is True, "Kueue's webhook suspends a Job that names a LocalQueue"
+        assert created["spec"]["suspend"] is True, "Kueue's webhook suspends a Job that names a LocalQueue"
     with allure.step("Kueue admits it within the ClusterQueue's GPU quota"):
-        workload = workload_of(kube, created, namespace)
-        wait_admitted(kube, workload.metadata.name, namespace, timeout=60)
+        workload = wait_workload_of(kube, created, namespace)["metadata"]["name"]
+        wait_admitted(kube, workload, namespace)
     with allure.step("the Job completes (image pull included) and its Workload finishes Succeeded"):
-        wait_job_complete(kube, "nvidia-smi", namespace, timeout=RUN_TIMEOUT_S)
-        finished = wait_for_object(
-            kube,
-            Workload,
-            workload.metadata.name,
-            namespace=namespace,
-            timeout=60,
-            what=f"Workload {workload.metadata.name} to be Finished",
-            until=lambda w: is_true(w, "Finished"),
-        )
+        wait_job_complete(kube, "nvidia-smi", namespace, timeout=timeouts.IMAGE_PULL)
+        finished = wait_finished(kube, workload, namespace)
         assert (condition(finished, "Finished") or {}).get("reason") == "Succeeded", condition(
             finished, "Finished"
         )
-    with allure.step(f"its pod ran on a real GPU node and its log lists {FIRST_GPU!r}"):
-        (pod,) = wait_for_list(
-            kube,
-            Pod,
-            namespace=namespace,
-            labels={"job-name": "nvidia-smi"},
-            until=lambda pods: len(pods) == 1,
-            timeout=30,
-            what="the Job's pod",
-        )
-        assert pod.spec.nodeName in real_gpus.names, (pod.spec.nodeName, real_gpus.names)
-        log = "".join(kube.log(pod.metadata.name, namespace=namespace, container="cuda"))
+    with allure.step(f"its log lists {FIRST_GPU!r}: the container saw the GPU the device plugin gave it"):
+        (pod,) = job_pods(kube, namespace, "nvidia-smi")
+        log = kube.pod_log(pod["metadata"]["name"], namespace, container="cuda")
         allure.attach(log, name="nvidia-smi -L", attachment_type=allure.attachment_type.TEXT)
         assert FIRST_GPU in log, (
-            f"`nvidia-smi -L` on node {pod.spec.nodeName} should list the GPU the device plugin gave the pod "
-            f"({FIRST_GPU!r}); its log was:\n{log or '(empty)'}"
+            f"`nvidia-smi -L` on node {pod['spec'].get('nodeName')} should list the GPU "
+            "the device plugin gave "
+            f"the pod ({FIRST_GPU!r}); its log was:\n{log or '(empty)'}"
         )

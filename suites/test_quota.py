@@ -7,116 +7,110 @@ run once quota appears.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import allure
 import pytest
-from lightkube import Client
-from lightkube.resources.core_v1 import Pod
 
-from kbc.gpu import GPU
-from kbc.kube import load, wait_for_list, wait_job_complete
+from kbc import apis
+from kbc.gpu import gpu_node_names
+from kbc.jobs import node_of, wait_job_complete, wait_pods_running
+from kbc.kube import Kube, condition, labels_of
 from kbc.kueue import (
+    CLUSTER_QUEUE_NAME_LABEL,
+    LOCAL_QUEUE_NAME_LABEL,
+    MISSING_QUEUE_REASONS,
     PENDING_REASONS,
-    ClusterQueue,
+    QueueFactory,
     Queues,
-    condition,
+    admission,
     hold_suspended,
-    make_queues,
-    queued_job,
     wait_admitted,
     wait_pending,
-    workload_of,
+    wait_workload_of,
 )
+from kbc.nodepools import GPU
+from kbc.workloads import job
 
 pytestmark = [pytest.mark.quota, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("quota")]
 
 
 @pytest.fixture
-def zero_cpu_queues(kube: Client, namespace: str, unique: str) -> Iterator[Queues]:
-    yield from make_queues(kube, namespace, unique, {"cpu": "0"})
+def zero_cpu_queues(make_kueue_queues: QueueFactory) -> Queues:
+    return make_kueue_queues({"cpu": "0"})
 
 
 @allure.story("a Job in a quota-zero ClusterQueue waits suspended with no pods until quota appears")
 def test_quota_zero_waits_then_runs_when_quota_is_raised(
-    kube: Client, namespace: str, zero_cpu_queues: Queues
+    kube: Kube, namespace: str, zero_cpu_queues: Queues
 ) -> None:
     queues = zero_cpu_queues
     with allure.step("submit a 2-pod Job to a ClusterQueue with nominalQuota 0"):
         created = kube.create(
-            queued_job("waits", queues.local_queue, pods=2, run_for="2s"), namespace=namespace
+            job("waits", pods=2, run_for="2s", queue=queues.local_queue), namespace=namespace
         )
-        assert created.spec.suspend is True, "Kueue's webhook suspends a Job that names a LocalQueue"
-        workload = workload_of(kube, created, namespace)
-        name = workload.metadata.name
+        assert created["spec"]["suspend"] is True, "Kueue's webhook suspends a Job that names a LocalQueue"
+        name = wait_workload_of(kube, created, namespace)["metadata"]["name"]
         wait_pending(kube, name, namespace)
     with allure.step("it stays suspended with zero pods for the consistency window"):
         cond = hold_suspended(kube, namespace, "waits", name)
-        assert cond["reason"] in PENDING_REASONS
-        assert "couldn't assign flavors to pod set main" in cond["message"], cond["message"]
-        assert "insufficient quota for cpu in flavor" in cond["message"], cond["message"]
+        assert cond["reason"] in PENDING_REASONS, cond
         # Kueue's max-capacity wording (flavorassigner): nothing can ever fit a quota of zero.
-        assert "> maximum capacity (0)" in cond["message"], cond["message"]
-    with allure.step("raise nominalQuota to 2 CPUs: the Workload is admitted and its pods run"):
-        cq = kube.get(ClusterQueue, queues.cluster_queue).to_dict()
-        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "2"
-        kube.replace(load(cq))
-        admitted = wait_admitted(kube, name, namespace, timeout=30)
-        assert admitted.to_dict()["status"]["admission"]["clusterQueue"] == queues.cluster_queue
-        pods = wait_for_list(
-            kube,
-            Pod,
-            namespace=namespace,
-            labels={"job-name": "waits"},
-            timeout=30,
-            until=lambda ps: len(ps) == 2,
-            what="the Job's 2 pods",
+        expected = (
+            f"couldn't assign flavors to pod set main: insufficient quota for cpu in flavor {queues.flavor}, "
+            "previously considered podsets requests (0) + current podset request (2) > maximum capacity (0)"
         )
+        assert cond["message"] == expected, f"expected {expected!r}, got {cond['message']!r}"
+    with allure.step("raise nominalQuota to 2 CPUs: the Workload is admitted and its pods run"):
+        cq = kube.get(apis.CLUSTER_QUEUE, queues.cluster_queue)
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "2"
+        kube.replace(cq)
+        admitted = wait_admitted(kube, name, namespace)
+        assert admission(admitted)["clusterQueue"] == queues.cluster_queue, admission(admitted)
+        pods = wait_pods_running(kube, namespace, {"job-name": "waits"}, 2, what="the Job's 2 pods running")
         for pod in pods:  # Kueue labels the pods it admitted with their queues
-            assert pod.metadata.labels.get("kueue.x-k8s.io/cluster-queue-name") == queues.cluster_queue
-            assert pod.metadata.labels.get("kueue.x-k8s.io/local-queue-name") == queues.local_queue
+            assert labels_of(pod).get(CLUSTER_QUEUE_NAME_LABEL) == queues.cluster_queue, labels_of(pod)
+            assert labels_of(pod).get(LOCAL_QUEUE_NAME_LABEL) == queues.local_queue, labels_of(pod)
         wait_job_complete(kube, "waits", namespace)
+
+
+@pytest.fixture
+def four_gpu_queues(make_kueue_queues: QueueFactory) -> Queues:
+    return make_kueue_queues({"cpu": "32", GPU: "4"})
 
 
 @allure.story("a GPU quota keeps an over-quota Job suspended while a Job within quota runs")
 def test_gpu_quota_admits_what_fits_and_holds_what_does_not(
-    kube: Client, namespace: str, unique: str
+    kube: Kube, namespace: str, four_gpu_queues: Queues
 ) -> None:
-    queues_iter = make_queues(kube, namespace, unique, {"cpu": "32", GPU: "4"})
-    queues = next(queues_iter)
-    try:
-        small = kube.create(queued_job("fits", queues.local_queue, pods=1, gpus=4), namespace=namespace)
-        large = kube.create(queued_job("too-big", queues.local_queue, pods=1, gpus=8), namespace=namespace)
-        fits = workload_of(kube, small, namespace)
-        too_big = workload_of(kube, large, namespace)
-        wait_admitted(kube, fits.metadata.name, namespace, timeout=30)
-        wait_pending(kube, too_big.metadata.name, namespace, timeout=30)
-        cond = hold_suspended(kube, namespace, "too-big", too_big.metadata.name)
-        assert f"insufficient quota for {GPU}" in cond["message"] or "exceeds" in cond["message"].lower(), (
-            cond
+    queues = four_gpu_queues
+    with allure.step("submit a 4-GPU Job and an 8-GPU Job to a ClusterQueue with 4 GPUs"):
+        small = kube.create(job("fits", gpus=4, queue=queues.local_queue), namespace=namespace)
+        large = kube.create(job("too-big", gpus=8, queue=queues.local_queue), namespace=namespace)
+        fits = wait_workload_of(kube, small, namespace)["metadata"]["name"]
+        too_big = wait_workload_of(kube, large, namespace)["metadata"]["name"]
+    with allure.step("the 4-GPU Job is admitted and its pod runs on a node with allocatable GPUs"):
+        wait_admitted(kube, fits, namespace)
+        (pod,) = wait_pods_running(kube, namespace, {"job-name": "fits"}, 1, what="the 4-GPU pod running")
+        assert node_of(pod) in gpu_node_names(kube), (
+            f"the 4-GPU pod runs on {node_of(pod)}, a node without GPUs"
         )
-        pods = wait_for_list(
-            kube,
-            Pod,
-            namespace=namespace,
-            labels={"job-name": "fits"},
-            timeout=30,
-            until=lambda ps: len(ps) == 1 and ps[0].spec.nodeName,
-            what="the 4-GPU pod bound",
+    with allure.step("the 8-GPU Job waits suspended with zero pods: 8 exceeds the quota of 4"):
+        wait_pending(kube, too_big, namespace)
+        cond = hold_suspended(kube, namespace, "too-big", too_big)
+        expected = (
+            "couldn't assign flavors to pod set main: "
+            f"insufficient quota for {GPU} in flavor {queues.flavor}, "
+            "previously considered podsets requests (0) + current podset request (8) > maximum capacity (4)"
         )
-        assert pods[0].spec.nodeName.startswith("gpu-")
-    finally:
-        next(queues_iter, None)
+        assert cond["message"] == expected, f"expected {expected!r}, got {cond['message']!r}"
 
 
 @allure.story("a Job naming a LocalQueue that does not exist stays suspended and says why")
-def test_job_naming_a_missing_local_queue_stays_suspended(kube: Client, namespace: str) -> None:
-    created = kube.create(queued_job("orphan", "no-such-queue"), namespace=namespace)
-    assert created.spec.suspend is True
-    workload = workload_of(kube, created, namespace)
-    name = workload.metadata.name
-    pending = wait_pending(kube, name, namespace, timeout=30)
+def test_job_naming_a_missing_local_queue_stays_suspended(kube: Kube, namespace: str) -> None:
+    created = kube.create(job("orphan", queue="no-such-queue"), namespace=namespace)
+    assert created["spec"]["suspend"] is True, "Kueue's webhook suspends a Job that names a LocalQueue"
+    name = wait_workload_of(kube, created, namespace)["metadata"]["name"]
+    pending = wait_pending(kube, name, namespace)
     cond = condition(pending, "QuotaReserved")
-    assert cond is not None and cond["reason"] in {"Misconfigured", "Inadmissible", "Pending"}, cond
+    assert cond is not None and cond["reason"] in MISSING_QUEUE_REASONS, cond
     assert "LocalQueue no-such-queue doesn't exist" in cond["message"], cond["message"]
     hold_suspended(kube, namespace, "orphan", name)

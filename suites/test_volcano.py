@@ -23,20 +23,20 @@ single job reach the share too (it also changes what the preempt action does).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import allure
 import pytest
-from lightkube import Client
-from lightkube.resources.core_v1 import Pod
 
-from kbc.gpu import GPU, gpu_nodes, leave_free, requested_gpus
-from kbc.kube import CONSISTENCY_WINDOW_S, condition, hold_list, wait_for_list, wait_pods_running
+from kbc import apis, timeouts
+from kbc.events import involved, wait_events
+from kbc.gpu import gpu_nodes, wait_gpus_left_free
+from kbc.jobs import bound, describe_pods, node_of, requested_gpus, wait_pods_running
+from kbc.kube import Kube, Obj, condition, hold_list, hold_object, labels_of, wait_for_list
+from kbc.nodepools import GPU
 from kbc.volcano import (
     EVICT,
+    EVICTED_BY_RECLAIM,
     GANG_UNSCHEDULABLE,
     INQUEUE,
     JOB_NAME_LABEL,
@@ -47,19 +47,16 @@ from kbc.volcano import (
     QUOTA_INSUFFICIENT,
     RUNNING,
     UNSCHEDULABLE,
-    PodGroup,
-    VcJob,
+    VolcanoQueueFactory,
     create_vcjob,
     describe_podgroup,
-    events_about,
-    make_queue,
     phase,
-    podgroup_of,
     set_capability,
-    vcjob,
     wait_podgroup,
+    wait_podgroup_of,
     wait_vcjob_phase,
 )
+from kbc.workloads import vcjob
 
 pytestmark = [pytest.mark.volcano, allure.epic("Volcano")]
 
@@ -73,30 +70,14 @@ SMALL_CPU = "100m"
 # -- helpers ----------------------------------------------------------------------------------------
 
 
-def bound(pods: list[Any]) -> list[Any]:
-    """The pods the scheduler has bound to a node."""
-    return [p for p in pods if p.spec.nodeName]
-
-
-def describe_pods(pods: list[Any]) -> str:
-    """One line per pod: name, node (or unbound), phase."""
-    if not pods:
-        return "    (no pods)"
-    return "\n".join(
-        f"    {p.metadata.name}: {p.spec.nodeName or 'unbound'} {p.status.phase if p.status else ''}"
-        + (" (being deleted)" if p.metadata.deletionTimestamp else "")
-        for p in sorted(pods, key=lambda p: p.metadata.name)
-    )
-
-
-def job_pods(kube: Client, namespace: str, job: str) -> list[Any]:
+def job_pods(kube: Kube, namespace: str, job: str) -> list[Obj]:
     """The pods of vcjob *job*, now."""
-    return list(kube.list(Pod, namespace=namespace, labels={JOB_NAME_LABEL: job}))
+    return kube.list(apis.POD, namespace=namespace, labels={JOB_NAME_LABEL: job})
 
 
-def job_pods_running(
-    kube: Client, namespace: str, job: str, count: int, node: str | None = None
-) -> list[Any]:
+def wait_vcjob_pods_running(
+    kube: Kube, namespace: str, job: str, count: int, node: str | None = None
+) -> list[Obj]:
     """Wait until vcjob *job* has *count* pods, all bound (to *node* when given) and Running."""
     return wait_pods_running(
         kube,
@@ -104,20 +85,18 @@ def job_pods_running(
         {JOB_NAME_LABEL: job},
         count,
         node=node,
-        describe=describe_pods,
-        timeout=90,
         what=f"all {count} pods of vcjob {job} bound{f' to {node}' if node else ''} and Running",
     )
 
 
-def gpus_held(pods: list[Any], queue: str) -> int:
+def gpus_held(pods: list[Obj], queue: str) -> int:
     """GPUs held by the pods of *queue*'s jobs: bound, not finished and not being evicted."""
     return sum(
         requested_gpus(p)
         for p in pods
-        if p.metadata.labels.get(QUEUE_NAME_LABEL) == queue
-        and p.spec.nodeName
-        and not p.metadata.deletionTimestamp
+        if labels_of(p).get(QUEUE_NAME_LABEL) == queue
+        and node_of(p)
+        and not p["metadata"].get("deletionTimestamp")
     )
 
 
@@ -125,9 +104,9 @@ def gpus_held(pods: list[Any], queue: str) -> int:
 
 
 @pytest.fixture
-def gang_queue(kube: Client, namespace: str, unique: str) -> Iterator[str]:
+def gang_queue(make_volcano_queue: VolcanoQueueFactory) -> str:
     """A Queue of its own, so no other job shares the gang's queue."""
-    yield from make_queue(kube, f"vc-gang-{unique}")
+    return make_volcano_queue("vc-gang")
 
 
 @pytest.mark.gang
@@ -136,29 +115,26 @@ def gang_queue(kube: Client, namespace: str, unique: str) -> Iterator[str]:
 @allure.story(
     "a 4-GPU vcjob gang on a node with 3 free GPUs binds no pod and says why; it binds whole once 4 are free"
 )
-def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Client, namespace: str, gang_queue: str) -> None:
+def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Kube, namespace: str, gang_queue: str) -> None:
     with allure.step("leave exactly 3 GPUs free on one GPU node"):
-        filler = leave_free(kube, namespace, free=GANG_SIZE - 1, at_least=GANG_SIZE)
+        filler = wait_gpus_left_free(kube, namespace, free=GANG_SIZE - 1, at_least=GANG_SIZE)
         node = filler.node.name
     with allure.step(
         f"submit a vcjob of {GANG_SIZE} x 1 GPU with minAvailable {GANG_SIZE}, pinned to {node}"
     ):
-        job = create_vcjob(
-            kube,
-            vcjob(
-                "gang",
-                gang_queue,
-                replicas=GANG_SIZE,
-                min_available=GANG_SIZE,
-                cpu=SMALL_CPU,
-                node_selector=filler.node.selector,
-            ),
-            namespace,
+        manifest = vcjob(
+            "gang",
+            gang_queue,
+            replicas=GANG_SIZE,
+            min_available=GANG_SIZE,
+            cpu=SMALL_CPU,
+            node_selector=filler.node.selector,
         )
-        pg = podgroup_of(kube, job, namespace)
-        pg_name = pg.metadata.name
+        pg_name = wait_podgroup_of(kube, create_vcjob(kube, manifest, namespace), namespace)["metadata"][
+            "name"
+        ]
 
-    def partial(pods: list[Any]) -> str | None:
+    def partial(pods: list[Obj]) -> str | None:
         placed = bound(pods)
         if placed:
             return (
@@ -171,7 +147,7 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Client, namespace: st
     # some of the pods yet counts fewer tasks, so wait for the condition that counts all of them.
     gang_message = re.compile(rf"\d+/{GANG_SIZE} {GANG_UNSCHEDULABLE}: ")
 
-    def unschedulable(podgroup: Any) -> bool:
+    def unschedulable(podgroup: Obj | None) -> bool:
         cond = condition(podgroup, UNSCHEDULABLE)
         return (
             cond is not None
@@ -180,7 +156,7 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Client, namespace: st
             and bool(gang_message.match(cond.get("message", "")))
         )
 
-    def went_running(podgroup: Any) -> str | None:
+    def went_running(podgroup: Obj) -> str | None:
         if phase(podgroup) != RUNNING:
             return None
         # Running means the scheduler placed at least minMember pods: say which ones it bound.
@@ -198,85 +174,79 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Client, namespace: st
             namespace,
             until=unschedulable,
             fail=went_running,
-            timeout=60,
             what=(
                 f"PodGroup {pg_name} to report {UNSCHEDULABLE}/{NOT_ENOUGH_RESOURCES} "
                 f"'<n>/{GANG_SIZE} {GANG_UNSCHEDULABLE}: ...'"
             ),
         )
-    with allure.step(f"the controller creates all {GANG_SIZE} pods, none of them bound"):
+    with allure.step(f"the enqueued PodGroup's controller creates all {GANG_SIZE} pods, none of them bound"):
         wait_for_list(
             kube,
-            Pod,
+            apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "gang"},
             until=lambda pods: len(pods) == GANG_SIZE,
             fail=partial,
             describe=describe_pods,
-            timeout=60,
+            timeout=timeouts.LONG,
             what=f"the {GANG_SIZE} pods of vcjob gang",
         )
-    with allure.step("no pod of the gang is bound for the whole consistency window"):
+    with allure.step("for the consistency window: no pod bound, the PodGroup Inqueue and Unschedulable"):
         hold_list(
             kube,
-            Pod,
+            apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "gang"},
             holds=lambda pods: partial(pods) is None,
-            window=CONSISTENCY_WINDOW_S,
             describe=lambda pods: f"{partial(pods)}\n{describe_pods(pods)}",
             what=f"zero of {GANG_SIZE} gang pods bound while only {GANG_SIZE - 1} GPUs are free on {node}",
         )
-        after = kube.get(PodGroup, pg_name, namespace=namespace)
-        assert phase(after) in (PENDING, INQUEUE), (
-            f"PodGroup {pg_name} should still wait (Pending or Inqueue):\n{describe_podgroup(after)}"
+        after = kube.get(apis.PODGROUP, pg_name, namespace)
+        assert phase(after) == INQUEUE, (
+            f"PodGroup {pg_name} should wait Inqueue (its pods exist):\n{describe_podgroup(after)}"
         )
         assert unschedulable(after), f"the Unschedulable condition went away:\n{describe_podgroup(after)}"
-        job_phase = phase(kube.get(VcJob, "gang", namespace=namespace))
+        job_phase = phase(kube.get(apis.VCJOB, "gang", namespace))
         assert job_phase == PENDING, (
             f"vcjob gang should be Pending while its gang does not fit, is {job_phase!r}"
         )
     with allure.step("the scheduler and the job controller report it as events"):
-        events_about(
+        wait_events(
             kube,
             namespace,
             reason=UNSCHEDULABLE,
             kind="PodGroup",
+            name=pg_name,
             until=lambda es: any(
-                e.involvedObject.name == pg_name
-                and e.type == "Warning"
-                and GANG_UNSCHEDULABLE in (e.message or "")
-                for e in es
+                e.get("type") == "Warning" and GANG_UNSCHEDULABLE in (e.get("message") or "") for e in es
             ),
-            timeout=30,
+            timeout=timeouts.SHORT,
             what=f"a Warning {UNSCHEDULABLE} event on PodGroup {pg_name}",
         )
-        # Substrings, not whole messages: client-go prefixes repeated events whose messages differ
-        # with "(combined from similar events): ".
         prefix = f"PodGroup {namespace}:gang unschedulable, reason: "
-        events_about(
+        wait_events(
             kube,
             namespace,
             reason=PODGROUP_PENDING,
             kind="Job",
+            name="gang",
             until=lambda es: any(
-                e.involvedObject.name == "gang"
-                and e.type == "Warning"
-                and prefix in (e.message or "")
-                and GANG_UNSCHEDULABLE in (e.message or "")
+                e.get("type") == "Warning"
+                and prefix in (e.get("message") or "")
+                and GANG_UNSCHEDULABLE in (e.get("message") or "")
                 for e in es
             ),
-            timeout=30,
+            timeout=timeouts.SHORT,
             what=f"the job controller's Warning {PODGROUP_PENDING} event on vcjob gang",
         )
     with allure.step("free a 4th GPU: all 4 pods are bound together and run"):
-        filler.release()
-        job_pods_running(kube, namespace, "gang", GANG_SIZE, node=node)
+        filler.wait_released()
+        wait_vcjob_pods_running(kube, namespace, "gang", GANG_SIZE, node=node)
         wait_podgroup(
             kube,
             pg_name,
             namespace,
-            until=lambda podgroup: phase(podgroup) == RUNNING,
+            until=lambda pg: phase(pg) == RUNNING,
             what=f"PodGroup {pg_name} to be Running",
         )
         wait_vcjob_phase(kube, "gang", namespace, RUNNING)
@@ -286,13 +256,13 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Client, namespace: st
 
 
 @pytest.fixture
-def zero_gpu_queue(kube: Client, namespace: str, unique: str) -> Iterator[str]:
+def zero_gpu_queue(make_volcano_queue: VolcanoQueueFactory) -> str:
     """A Queue whose capability allows no GPU.
 
     GPU, not CPU: proportion treats a zero (or absent) cpu or memory capability as unlimited
     (plugins/proportion/proportion.go:120-128), so ``capability: {cpu: 0}`` caps nothing.
     """
-    yield from make_queue(kube, f"vc-quota-{unique}", capability={GPU: "0"})
+    return make_volcano_queue("vc-quota", capability={GPU: "0"})
 
 
 @pytest.mark.quota
@@ -301,18 +271,16 @@ def zero_gpu_queue(kube: Client, namespace: str, unique: str) -> Iterator[str]:
     "a GPU vcjob in a Queue with zero GPU capability stays Pending with zero pods until the capability rises"
 )
 def test_queue_capability_zero_holds_the_job_until_raised(
-    kube: Client, namespace: str, zero_gpu_queue: str
+    kube: Kube, namespace: str, zero_gpu_queue: str
 ) -> None:
     pods = 2
     with allure.step(f"submit a vcjob of {pods} x 1 GPU to a Queue with capability {GPU}: 0"):
-        job = create_vcjob(
-            kube,
-            vcjob("capped", zero_gpu_queue, replicas=pods, min_available=pods, cpu=SMALL_CPU),
-            namespace,
-        )
-        pg_name = podgroup_of(kube, job, namespace).metadata.name
+        manifest = vcjob("capped", zero_gpu_queue, replicas=pods, min_available=pods, cpu=SMALL_CPU)
+        pg_name = wait_podgroup_of(kube, create_vcjob(kube, manifest, namespace), namespace)["metadata"][
+            "name"
+        ]
 
-    def admitted(podgroup: Any) -> str | None:
+    def admitted(podgroup: Obj | None) -> str | None:
         if phase(podgroup) not in ("", PENDING):
             return (
                 f"PodGroup {pg_name} went {phase(podgroup)} although its queue's capability allows 0 GPUs: "
@@ -325,51 +293,48 @@ def test_queue_capability_zero_holds_the_job_until_raised(
             kube,
             pg_name,
             namespace,
-            until=lambda podgroup: phase(podgroup) == PENDING,
+            until=lambda pg: phase(pg) == PENDING,
             fail=admitted,
             what=f"PodGroup {pg_name} to be Pending",
         )
         expected = f"{QUOTA_INSUFFICIENT}: insufficient {GPU}"
-        events_about(
+        wait_events(
             kube,
             namespace,
             reason=UNSCHEDULABLE,
             kind="PodGroup",
-            until=lambda es: any(
-                e.involvedObject.name == pg_name and expected in (e.message or "") for e in es
-            ),
-            fail=lambda _: admitted(kube.get(PodGroup, pg_name, namespace=namespace)),
-            timeout=60,
+            name=pg_name,
+            until=lambda es: any(expected in (e.get("message") or "") for e in es),
+            fail=lambda _: admitted(kube.get(apis.PODGROUP, pg_name, namespace)),
             what=f"the {UNSCHEDULABLE} event {expected!r} on PodGroup {pg_name}",
         )
     with allure.step("for the consistency window: zero pods, and the PodGroup stays Pending (never Inqueue)"):
         hold_list(
             kube,
-            Pod,
+            apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "capped"},
             holds=lambda found: not found,
-            window=CONSISTENCY_WINDOW_S,
             describe=describe_pods,
             what=f"zero pods for vcjob capped in a queue capped at 0 {GPU}",
         )
-        hold_list(
+        hold_object(
             kube,
-            PodGroup,
+            apis.PODGROUP,
+            pg_name,
             namespace=namespace,
-            holds=lambda pgs: len(pgs) == 1 and admitted(pgs[0]) is None,
-            window=CONSISTENCY_WINDOW_S,
-            describe=lambda pgs: "\n".join(describe_podgroup(p) for p in pgs),
+            holds=lambda pg: pg is not None and admitted(pg) is None,
+            describe=describe_podgroup,
             what=f"PodGroup {pg_name} Pending in a queue capped at 0 {GPU}",
         )
-        job_phase = phase(kube.get(VcJob, "capped", namespace=namespace))
+        job_phase = phase(kube.get(apis.VCJOB, "capped", namespace))
         assert job_phase == PENDING, (
             f"vcjob capped should be Pending while its queue has no room, is {job_phase!r}"
         )
     with allure.step(f"raise the capability to {pods} GPUs: Inqueue, then Running with every pod bound"):
         phases: list[str] = []
 
-        def running(podgroup: Any) -> bool:
+        def running(podgroup: Obj) -> bool:
             if not phases or phases[-1] != phase(podgroup):
                 phases.append(phase(podgroup))
             return phase(podgroup) == RUNNING
@@ -377,7 +342,7 @@ def test_queue_capability_zero_holds_the_job_until_raised(
         set_capability(kube, zero_gpu_queue, {GPU: str(pods)})
         wait_podgroup(kube, pg_name, namespace, until=running, what=f"PodGroup {pg_name} to be Running")
         assert INQUEUE in phases, f"PodGroup {pg_name} should pass through Inqueue; phases seen: {phases}"
-        job_pods_running(kube, namespace, "capped", pods)
+        wait_vcjob_pods_running(kube, namespace, "capped", pods)
         wait_vcjob_phase(kube, "capped", namespace, RUNNING)
 
 
@@ -393,13 +358,12 @@ class WeightedQueues:
 
 
 @pytest.fixture
-def weighted_queues(kube: Client, namespace: str, unique: str) -> Iterator[WeightedQueues]:
+def weighted_queues(make_volcano_queue: VolcanoQueueFactory) -> WeightedQueues:
     """Queues weighted 1 and 3, both reclaimable (reclaim takes only from a reclaimable queue)."""
-    queue = contextmanager(make_queue)
-    with ExitStack() as stack:
-        low = stack.enter_context(queue(kube, f"vc-low-{unique}", weight=LOW_WEIGHT))
-        high = stack.enter_context(queue(kube, f"vc-high-{unique}", weight=HIGH_WEIGHT))
-        yield WeightedQueues(low=low, high=high)
+    return WeightedQueues(
+        low=make_volcano_queue("vc-low", weight=LOW_WEIGHT),
+        high=make_volcano_queue("vc-high", weight=HIGH_WEIGHT),
+    )
 
 
 @pytest.mark.cohort
@@ -409,7 +373,7 @@ def weighted_queues(kube: Client, namespace: str, unique: str) -> Iterator[Weigh
     "a weight-3 queue reclaims GPUs from a weight-1 queue that holds them all, up to its weighted share"
 )
 def test_reclaim_between_queues_follows_their_weights(
-    kube: Client, namespace: str, weighted_queues: WeightedQueues
+    kube: Kube, namespace: str, weighted_queues: WeightedQueues
 ) -> None:
     queues = weighted_queues
     with allure.step("count the cluster's GPUs; all must be free"):
@@ -424,9 +388,10 @@ def test_reclaim_between_queues_follows_their_weights(
             "this serial scenario needs every GPU of the cluster free (proportion shares the whole cluster): "
             + ("; ".join(busy) or "no GPU node found")
         )
-        # Both queues ask for every GPU, more than either's share, so the proportion plugin's deserved
-        # share is the plain weighted split of the cluster's GPUs (proportion.go:189-256); a queue
-        # grows only while allocated + 1 GPU <= deserved, so it ends on the whole GPUs below it.
+        # The test oracle, not a scheduling decision: both queues ask for every GPU, more than either's
+        # share, so the proportion plugin's deserved share is the plain weighted split of the cluster's
+        # GPUs (proportion.go:189-256); a queue grows only while allocated + 1 GPU <= deserved, so it
+        # ends on the whole GPUs below it.
         high_share = total * HIGH_WEIGHT // (LOW_WEIGHT + HIGH_WEIGHT)
         low_keeps = total - high_share
         allure.attach(
@@ -434,44 +399,42 @@ def test_reclaim_between_queues_follows_their_weights(
             name="expected shares",
             attachment_type=allure.attachment_type.TEXT,
         )
-        assert low_keeps >= LOW_MIN_AVAILABLE
     with allure.step(f"a preemptable job in the weight-{LOW_WEIGHT} queue takes all {total} GPUs"):
-        create_vcjob(
-            kube,
-            vcjob(
-                "low",
-                queues.low,
-                replicas=total,
-                min_available=LOW_MIN_AVAILABLE,
-                cpu=SMALL_CPU,
-                preemptable=True,
-            ),
-            namespace,
+        low_job = vcjob(
+            "low",
+            queues.low,
+            replicas=total,
+            min_available=LOW_MIN_AVAILABLE,
+            cpu=SMALL_CPU,
+            preemptable=True,
         )
-        job_pods_running(kube, namespace, "low", total)
-        low_pg = podgroup_of(kube, kube.get(VcJob, "low", namespace=namespace), namespace).metadata.name
+        low_pg = wait_podgroup_of(kube, create_vcjob(kube, low_job, namespace), namespace)["metadata"]["name"]
+        wait_vcjob_pods_running(kube, namespace, "low", total)
     with allure.step(
         f"the weight-{HIGH_WEIGHT} queue asks for all {total} GPUs too, as {total} one-GPU jobs"
     ):
         # One job per GPU: reclaim works for a job only while it is starving, i.e. below its gang's
         # minAvailable (actions/reclaim/reclaim.go:90,128; gang.go:207-212), so a single
         # job with minAvailable 1 would reclaim one GPU and stop (see the module docstring).
-        high_jobs = [f"high-{i:02d}" for i in range(total)]
-        for name in high_jobs:
-            create_vcjob(
-                kube,
-                vcjob(name, queues.high, replicas=1, min_available=1, cpu=SMALL_CPU, preemptable=False),
-                namespace,
+        for index in range(total):
+            one = vcjob(
+                f"high-{index:02d}",
+                queues.high,
+                replicas=1,
+                min_available=1,
+                cpu=SMALL_CPU,
+                preemptable=False,
             )
+            create_vcjob(kube, one, namespace)
 
-    def shares(pods: list[Any]) -> str:
+    def shares(pods: list[Obj]) -> str:
         return (
             f"weight-{LOW_WEIGHT} queue holds {gpus_held(pods, queues.low)} GPUs (its share: {low_keeps}), "
-            f"weight-{HIGH_WEIGHT} queue holds {gpus_held(pods, queues.high)} (its share: {high_share}) "
-            f"of {total}"
+            f"weight-{HIGH_WEIGHT} queue holds {gpus_held(pods, queues.high)} "
+            f"(its share: {high_share}) of {total}"
         )
 
-    def beyond_share(pods: list[Any]) -> str | None:
+    def beyond_share(pods: list[Obj]) -> str | None:
         high, low = gpus_held(pods, queues.high), gpus_held(pods, queues.low)
         if high > high_share:
             return f"{shares(pods)}: the weight-{HIGH_WEIGHT} queue got more than its weights entitle it to"
@@ -479,69 +442,73 @@ def test_reclaim_between_queues_follows_their_weights(
             return f"{shares(pods)}: reclaim evicted the weight-{LOW_WEIGHT} queue below its weighted share"
         return None
 
-    def at_shares(pods: list[Any]) -> bool:
+    def at_shares(pods: list[Obj]) -> bool:
         return gpus_held(pods, queues.high) == high_share and gpus_held(pods, queues.low) == low_keeps
 
     with allure.step(f"reclaim evicts low's pods until the queues hold {low_keeps} and {high_share} GPUs"):
         wait_for_list(
             kube,
-            Pod,
+            apis.POD,
             namespace=namespace,
             until=at_shares,
             fail=beyond_share,
             describe=shares,
-            timeout=120,
+            timeout=timeouts.ROUNDS,
             what=f"the queues to hold their weighted shares ({low_keeps} and {high_share} GPUs)",
         )
     with allure.step("the shares hold for the consistency window: no further eviction, no overshoot"):
         hold_list(
             kube,
-            Pod,
+            apis.POD,
             namespace=namespace,
             holds=at_shares,
-            window=CONSISTENCY_WINDOW_S,
             describe=lambda pods: beyond_share(pods) or shares(pods),
             what=f"the weighted shares ({low_keeps} and {high_share} GPUs)",
         )
     with allure.step("the evictions are reclaim's, of low's pods only, and low keeps its gang running"):
         evicted = total - low_keeps
 
-        def evicted_low(events: list[Any]) -> set[str]:
-            return {e.involvedObject.uid for e in events if e.involvedObject.name.startswith("low-")}
+        def evicted_low(events: list[Obj]) -> set[str]:
+            return {
+                involved(e).get("uid", "") for e in events if involved(e).get("name", "").startswith("low-")
+            }
 
-        def evicted_high(events: list[Any]) -> str | None:
+        def evicted_high(events: list[Obj]) -> str | None:
             victims = sorted(
-                {e.involvedObject.name for e in events if not e.involvedObject.name.startswith("low-")}
+                {
+                    involved(e).get("name", "")
+                    for e in events
+                    if not involved(e).get("name", "").startswith("low-")
+                }
             )
             return f"pods of the weight-{HIGH_WEIGHT} queue were evicted: {victims}" if victims else None
 
-        pod_events = events_about(
+        pod_events = wait_events(
             kube,
             namespace,
             reason=EVICT,
             kind="Pod",
             until=lambda es: len(evicted_low(es)) >= evicted,
             fail=evicted_high,
-            timeout=60,
             what=f"Evict events for the {evicted} reclaimed pods of vcjob low",
         )
-        messages = {e.message for e in pod_events}
-        assert messages == {"Pod is evicted, because of reclaim"}, messages
-        assert all(e.type == "Warning" for e in pod_events)
-        pg_events = events_about(
+        messages = {e.get("message") for e in pod_events}
+        assert messages == {EVICTED_BY_RECLAIM}, messages
+        assert all(e.get("type") == "Warning" for e in pod_events), pod_events
+        pg_events = wait_events(
             kube,
             namespace,
             reason=EVICT,
             kind="PodGroup",
             until=lambda es: any(
-                e.involvedObject.name == low_pg and (e.message or "").endswith("reclaim") for e in es
+                involved(e).get("name") == low_pg and (e.get("message") or "").endswith("reclaim") for e in es
             ),
-            timeout=30,
+            timeout=timeouts.SHORT,
             what=f"a Normal {EVICT} event (reclaim) on PodGroup {low_pg}",
         )
-        groups = sorted({e.involvedObject.name for e in pg_events})
+        groups = sorted({str(involved(e).get("name")) for e in pg_events})
         assert groups == [low_pg], f"only low's PodGroup may see evictions, saw: {groups}"
-        low_group = kube.get(PodGroup, low_pg, namespace=namespace)
+        low_group = kube.get(apis.PODGROUP, low_pg, namespace)
         assert phase(low_group) == RUNNING, (
             f"low keeps at least minAvailable={LOW_MIN_AVAILABLE} running, so its PodGroup stays Running:\n"
             f"{describe_podgroup(low_group)}"

@@ -1,16 +1,19 @@
 """Run suite scenarios in a separate pytest process against the session's cluster.
 
-The "prove the suites can fail" tests use this: the inner run reuses the cluster
-by name (it neither installs nor removes anything) and loads one sabotage plugin
-from ``tests/sabotage``.
+The "prove the suites can fail" tests use this: the inner run reuses the cluster by
+name (it neither installs nor removes anything) and loads one sabotage plugin from
+``tests/sabotage``. The inner run is judged by its outcomes as its JUnit XML records
+them, and by the words that explain its failure.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
+import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbc.providers import Cluster
@@ -20,29 +23,73 @@ REPO = Path(__file__).resolve().parents[2]
 
 @dataclass
 class InnerRun:
-    """The outcome of an inner pytest run: exit code and everything it printed."""
+    """The outcome of an inner pytest run: its exit code, outcomes, failure texts and terminal output."""
 
     args: list[str]
     returncode: int
     output: str
+    outcomes: dict[str, int] = field(default_factory=dict)
+    """``passed``, ``failed``, ``errors``, ``skipped`` counts from the JUnit XML."""
+    failures: list[str] = field(default_factory=list)
+    """Each failed or erroring test case's message and text, from the JUnit XML."""
 
     def explain(self) -> str:
-        return f"inner run {' '.join(self.args)} exited {self.returncode}:\n{self.output[-6000:]}"
+        return (
+            f"inner run {' '.join(self.args)} exited {self.returncode} with {self.outcomes}:\n"
+            f"{self.output[-6000:]}"
+        )
 
 
 def run_scenario(
-    cluster: Cluster, target: str, *, sabotage: str | None, timeout: float = 300, extra: Sequence[str] = ()
+    cluster: Cluster,
+    target: str,
+    *,
+    sabotage: str | None,
+    timeout: float = 300,
+    extra: Sequence[str] = (),
+    junit: Path | None = None,
 ) -> InnerRun:
     """Run *target* (``suites/test_x.py::test_y``) with the sabotage plugin *sabotage* loaded."""
+    junit = junit or Path(tempfile.mkdtemp(prefix="kbc-inner-")) / "junit.xml"
     args = [sys.executable, "-m", "pytest", target, "--cluster-name", cluster.name, "--components", "none"]
-    args += ["-p", "no:cacheprovider", "--tb=short", "-q", *extra]
+    args += ["-p", "no:cacheprovider", "--tb=short", "-q", "--junitxml", str(junit), *extra]
     if sabotage:
         args += ["-p", f"tests.sabotage.{sabotage}"]
     # `python -m` puts the working directory on sys.path, which makes tests.sabotage importable.
     proc = subprocess.run(
         args, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
     )
-    return InnerRun(args, proc.returncode, proc.stdout + proc.stderr)
+    run = InnerRun(args, proc.returncode, proc.stdout + proc.stderr)
+    if junit.is_file():
+        run.outcomes, run.failures = read_junit(junit)
+    return run
+
+
+def read_junit(path: Path) -> tuple[dict[str, int], list[str]]:
+    """Outcome counts (one per test case) and the failure and error texts of a pytest JUnit XML file.
+
+    A test case that failed or errored in setup or teardown counts as ``errors``.
+    """
+    outcomes = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    failures = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        tags = {child.tag for child in case}
+        outcome = (
+            "failed"
+            if "failure" in tags
+            else "errors"
+            if "error" in tags
+            else "skipped"
+            if "skipped" in tags
+            else "passed"
+        )
+        outcomes[outcome] += 1
+        failures += [
+            f"{child.get('message', '')}\n{child.text or ''}"
+            for child in case
+            if child.tag in ("failure", "error")
+        ]
+    return outcomes, failures
 
 
 def expect_failure(
@@ -53,11 +100,14 @@ def expect_failure(
     because: list[str],
     timeout: float = 300,
     extra: Sequence[str] = (),
+    junit: Path | None = None,
 ) -> InnerRun:
-    """Run *target* with *sabotage*: exactly one test must fail, and its output must say every text in
-    *because* (the words that explain the broken behaviour)."""
-    run = run_scenario(cluster, target, sabotage=sabotage, timeout=timeout, extra=extra)
-    assert run.returncode == 1 and "1 failed" in run.output, run.explain()
-    missing = [text for text in because if text not in run.output]
-    assert not missing, f"the failure does not explain itself with {missing}; " + run.explain()
+    """Run *target* with *sabotage*: exactly one test must fail (none pass, none error), and its failure
+    must say every text in *because* (the words that explain the broken behaviour)."""
+    run = run_scenario(cluster, target, sabotage=sabotage, timeout=timeout, extra=extra, junit=junit)
+    assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
+    assert run.returncode == 1, run.explain()
+    (failure,) = run.failures
+    missing = [text for text in because if text not in failure]
+    assert not missing, f"the failure does not explain itself with {missing}:\n{failure}\n" + run.explain()
     return run

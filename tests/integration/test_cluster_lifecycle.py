@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import secrets
@@ -15,10 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lightkube.resources.core_v1 import Node
 
-from kbc import paths
-from kbc.errors import ProcessStartError
+from kbc import apis, paths
+from kbc.errors import ClusterError, ProcessStartError
 from kbc.kube import connect
 from kbc.lockfile import load_lock
 from kbc.net import port_is_free
@@ -100,7 +100,8 @@ def test_up_prints_kubeconfig_last_and_down_removes_everything(cleanup_names: li
     assert last.startswith("KUBECONFIG=")
     kubeconfig = Path(last.removeprefix("KUBECONFIG="))
     assert kubeconfig.is_file()
-    assert len(list(connect(kubeconfig).list(Node))) >= 4
+    with connect(kubeconfig) as kube:
+        assert len(kube.list(apis.NODE)) >= 4
     refs, ports = recorded(name)
     assert all(r.alive() for r in refs) and len(refs) == 5
 
@@ -189,15 +190,18 @@ def test_down_of_an_unknown_cluster_says_so() -> None:
     assert "no local cluster named 'never-created-x' was created by kbc" in down.stderr
 
 
-def test_a_cluster_started_from_other_pins_is_not_reused(cleanup_names: list[str], tmp_path: Path) -> None:
+def test_a_cluster_started_from_other_pins_is_not_reused(cleanup_names: list[str]) -> None:
     name = unique_name("pins")
     cleanup_names.append(name)
-    assert kbc("cluster", "up", "--name", name, "--components", "none", timeout=300).returncode == 0
+    provider = LocalProvider(load_lock(), out=io.StringIO())
+    provider.up(name)
     state_file = paths.clusters_dir() / name / "state.json"
     state = json.loads(state_file.read_text())
     state["versions"]["kubernetes"] = "v1.0.0"  # as if started before a pin bump
     state_file.write_text(json.dumps(state))
-    again = kbc("cluster", "up", "--name", name, "--components", "none", timeout=60)
-    assert again.returncode == 1
-    assert f"cluster {name} runs kubernetes v1.0.0 (pinned: {load_lock().kubernetes.version})" in again.stderr
-    assert f"kbc cluster down --name {name}" in again.stderr
+    with pytest.raises(ClusterError) as refused:
+        provider.up(name)
+    assert f"cluster {name} runs kubernetes v1.0.0 (pinned: {load_lock().kubernetes.version})" in str(
+        refused.value
+    )
+    assert f"kbc cluster down --name {name}" in str(refused.value)

@@ -5,22 +5,22 @@ from __future__ import annotations
 import io
 
 import pytest
-from lightkube import Client
-from lightkube.resources.core_v1 import Namespace, Node
 
-from kbc.components._chart import ChartError
+from kbc import apis
+from kbc.errors import ChartError, ContextNotAllowedError
+from kbc.kube import Kube
 from kbc.lockfile import ChartsLock
 from kbc.providers import Cluster
-from kbc.providers.existing import ContextNotAllowedError, ExistingProvider
+from kbc.providers.existing import ExistingProvider
 
 pytestmark = pytest.mark.cluster
 
 
-def namespaces(kube: Client) -> set[str]:
-    return {str(ns.metadata.name) for ns in kube.list(Namespace)}
+def namespaces(kube: Kube) -> set[str]:
+    return {ns["metadata"]["name"] for ns in kube.list(apis.NAMESPACE)}
 
 
-def test_without_opt_in_nothing_is_touched(kube: Client, cluster: Cluster, charts_lock: ChartsLock) -> None:
+def test_without_opt_in_nothing_is_touched(kube: Kube, cluster: Cluster, charts_lock: ChartsLock) -> None:
     before = namespaces(kube)
     provider = ExistingProvider(charts_lock, kubeconfig=cluster.kubeconfig, out=io.StringIO())
     with pytest.raises(ContextNotAllowedError, match=f"--allow-context kbc-{cluster.name}"):
@@ -29,7 +29,7 @@ def test_without_opt_in_nothing_is_touched(kube: Client, cluster: Cluster, chart
 
 
 def test_opted_in_context_is_used_and_never_deleted(
-    kube: Client, cluster: Cluster, charts_lock: ChartsLock
+    kube: Kube, cluster: Cluster, charts_lock: ChartsLock
 ) -> None:
     context = f"kbc-{cluster.name}"
     provider = ExistingProvider(
@@ -39,11 +39,11 @@ def test_opted_in_context_is_used_and_never_deleted(
     assert not existing.created_by_harness
     assert existing.details == {"context": context, "kubernetes": charts_lock.kubernetes.version}
     provider.down("opted-in")
-    assert list(kube.list(Node)), "the existing provider must leave the cluster running"
+    assert kube.list(apis.NODE), "the existing provider must leave the cluster running"
 
 
 def test_a_chart_that_cannot_be_pulled_installs_nothing(
-    kube: Client, cluster: Cluster, charts_lock: ChartsLock
+    kube: Kube, cluster: Cluster, charts_lock: ChartsLock
 ) -> None:
     before = namespaces(kube)
     provider = ExistingProvider(

@@ -8,18 +8,16 @@ plugin ``tests/sabotage/fake_gpu_wrong_product.py`` loaded.
 from __future__ import annotations
 
 import pytest
-from lightkube import Client
 
 from kbc.flavors import gpu_products
+from kbc.kube import Kube
 from kbc.providers import Cluster
 from tests.integration.suite_runner import expect_failure
 
 pytestmark = pytest.mark.cluster
 
 
-def test_product_routing_fails_when_flavors_point_at_the_wrong_product(
-    cluster: Cluster, kube: Client
-) -> None:
+def test_product_routing_fails_when_flavors_point_at_the_wrong_product(cluster: Cluster, kube: Kube) -> None:
     products = [p.product for p in gpu_products(kube)]
     assert len(products) >= 2, f"the sabotage swaps one GPU product for another; this cluster has {products}"
     asked, given = products[0], products[1]
@@ -28,7 +26,7 @@ def test_product_routing_fails_when_flavors_point_at_the_wrong_product(
         "suites/test_fake_gpu.py::test_product_flavor_routes_a_job_to_its_pool",
         sabotage="fake_gpu_wrong_product",
         because=[
-            "WrongPool",
+            "kbc.errors.WrongPool",
             "pods of Job routed landed on the wrong pool",
             f"expected nvidia.com/gpu.product={asked}, got {given}",
         ],

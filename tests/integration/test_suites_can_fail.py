@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbc.components._chart import resolve_chart
+from kbc.charts.source import resolve_chart
 from kbc.lockfile import ChartsLock
 from kbc.providers import Cluster
 from tests.integration.suite_runner import expect_failure
@@ -27,24 +28,35 @@ pytestmark = pytest.mark.cluster
 
 def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster, tmp_path: Path) -> None:
     allure_dir, report_dir, junit = tmp_path / "allure", tmp_path / "reports", tmp_path / "junit.xml"
-    report = ["--alluredir", str(allure_dir), "--report-dir", str(report_dir), "--junitxml", str(junit)]
-    expect_failure(
+    run = expect_failure(
         cluster,
         "suites/test_gang.py::test_two_job_gangs_one_runs_whole_the_other_waits_whole",
         sabotage="quota_far_too_high",
         because=[
+            "kbc.errors.WaitGaveUp",
             "Kueue reserved quota for it instead (Quota reserved in ClusterQueue",
             "so it was not held back as this scenario requires",
-            # The condition timeline under the failure shows the second gang's Workload admitted.
-            "Captured condition timeline",
-            "condition QuotaReserved=True QuotaReserved, condition Admitted=True Admitted",
-            "kbatch-conformance summary",
         ],
-        extra=report,
+        extra=["--alluredir", str(allure_dir), "--report-dir", str(report_dir)],
+        junit=junit,
     )
+    # Under the failure on the terminal: the condition timeline, with the second gang's Workload admitted.
+    for text in (
+        "Captured condition timeline",
+        "condition QuotaReserved=True QuotaReserved, condition Admitted=True Admitted",
+        "kbatch-conformance summary",
+        "Wait gave up (the opposite outcome appeared): gave up waiting for Workload",
+    ):
+        assert text in run.output, f"{text!r} is not in the inner run's output:\n{run.explain()}"
     # The report of that failure carries its evidence (this also tests the report plugins).
     (result,) = [json.loads(p.read_text()) for p in allure_dir.glob("*-result.json")]
     assert result["status"] == "failed", "a wait that gave up is a failed scenario, not a broken one"
+    categories = json.loads((allure_dir / "categories.json").read_text())
+    gave_up = next(c for c in categories if c["name"].startswith("Wait gave up"))
+    assert re.match(gave_up["messageRegex"], result["statusDetails"]["message"]), (
+        gave_up,
+        result["statusDetails"],
+    )
     labels = {(label["name"], label["value"]) for label in result["labels"]}
     assert {("epic", "Kueue"), ("feature", "gang")} <= labels, labels
     attachments = {a["name"]: allure_dir / a["source"] for a in result["attachments"]}
@@ -59,7 +71,8 @@ def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster, tmp_path: P
         assert key in environment, environment
     summary = json.loads((report_dir / "summary.json").read_text())
     (row,) = summary["scenarios"]
-    assert row["outcome"] == "failed" and "gave up waiting for Workload" in row["reason"], row
+    assert (row["outcome"], row["category"]) == ("failed", gave_up["name"]), row
+    assert "gave up waiting for Workload" in row["reason"], row
     assert row["latencies"]["Job gang-a"] is not None, row
     assert "admission_latency_s[Job gang-a]" in junit.read_text()
 
@@ -70,6 +83,7 @@ def test_gpu_quota_fails_when_the_namespace_cap_is_far_too_high(cluster: Cluster
         "suites/test_gpu_quota.py::test_pod_over_the_gpu_cap_is_refused_and_one_within_is_admitted",
         sabotage="gpu_quota_cap_far_too_high",
         because=[
+            "kbc.errors.NotRefused",
             "the API server accepted Pod greedy, which it had to refuse (6 GPUs in a namespace capped at 4)",
             "'requests.nvidia.com/gpu': '400'",  # the quota as it really stands
         ],

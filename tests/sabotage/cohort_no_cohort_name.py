@@ -1,4 +1,4 @@
-"""Every ClusterQueue the suites build names no cohort (and so may not carry borrowing or lending limits).
+"""Every ClusterQueue the scenario makes names no cohort (and so may not carry borrowing or lending limits).
 
 Each ClusterQueue then stands alone: nothing is lent, and a borrower can never use more
 than its nominal quota. The borrowing scenario must fail and say the borrower was held
@@ -7,25 +7,18 @@ at its nominal quota.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-import pytest
-
-import kbc.kueue
-from kbc.kueue import Quota, QuotaLike
+from kbc.kube import Kube
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    original = kbc.kueue.build_cluster_queue
-
-    def alone(name: str, namespace: str, flavors: Mapping[str, Mapping[str, QuotaLike]], **kw: Any) -> Any:
-        kw.pop("cohort", None)
-        # Kueue refuses borrowingLimit/lendingLimit without a cohort; keep only the nominal quotas.
-        nominal = {
-            flavor: {res: q.nominal if isinstance(q, Quota) else q for res, q in quotas.items()}
-            for flavor, quotas in flavors.items()
-        }
-        return original(name, namespace, nominal, **kw)
-
-    kbc.kueue.build_cluster_queue = alone
+def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
+    if obj["kind"] != "ClusterQueue":
+        return
+    obj["spec"].pop("cohortName", None)
+    # Kueue refuses borrowingLimit/lendingLimit without a cohort; keep only the nominal quotas.
+    for group in obj["spec"]["resourceGroups"]:
+        for flavor in group["flavors"]:
+            for resource in flavor["resources"]:
+                resource.pop("borrowingLimit", None)
+                resource.pop("lendingLimit", None)

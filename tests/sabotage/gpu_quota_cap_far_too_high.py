@@ -1,4 +1,4 @@
-"""Every namespace GPU cap the suites set is 100 times what they ask for.
+"""Every namespace GPU cap the scenario sets is 100 times what it asks for.
 
 The "a pod over the cap is refused" scenario then sees its over-cap pod accepted
 and must fail saying so, with the quota as it really stands.
@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-import kbc.quota
+from kbc.kube import Kube
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    original = kbc.quota.cap_gpus
-
-    def generous(client: Any, namespace: str, cap: int, *args: Any, **kwargs: Any) -> Any:
-        return original(client, namespace, cap * 100, *args, **kwargs)
-
-    kbc.quota.cap_gpus = generous
+def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
+    if obj["kind"] != "ResourceQuota":
+        return
+    hard = obj["spec"]["hard"]
+    for key, value in hard.items():
+        if key.endswith("nvidia.com/gpu"):
+            hard[key] = str(int(value) * 100)

@@ -1,4 +1,4 @@
-"""Every ClusterQueue the suites make gets 100 times the quota they ask for.
+"""Every ClusterQueue the scenario makes gets 100 times the nominal quota it asks for.
 
 A gang scenario then has room for both gangs, so "the second gang waits with zero
 pods" cannot hold; the scenario must fail and say the second gang was admitted.
@@ -6,22 +6,17 @@ pods" cannot hold; the scenario must fail and say the second gang was admitted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from lightkube.utils.quantity import parse_quantity
+from kubernetes.utils.quantity import parse_quantity
 
-import kbc.kueue
+from kbc.kube import Kube
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    original = kbc.kueue.make_queues
-
-    def generous(
-        client: Any, namespace: str, suffix: str, quotas: dict[str, str], *a: Any, **kw: Any
-    ) -> Iterator[Any]:
-        inflated = {res: str(int((parse_quantity(q) or 0) * 100)) for res, q in quotas.items()}
-        return original(client, namespace, suffix, inflated, *a, **kw)
-
-    kbc.kueue.make_queues = generous
+def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
+    if obj["kind"] != "ClusterQueue":
+        return
+    for group in obj["spec"]["resourceGroups"]:
+        for flavor in group["flavors"]:
+            for resource in flavor["resources"]:
+                resource["nominalQuota"] = str(int(parse_quantity(resource["nominalQuota"]) * 100))

@@ -1,4 +1,4 @@
-"""Every vcjob the Volcano suite builds asks for a gang of one (``minAvailable: 1``).
+"""Every vcjob the scenario makes asks for a gang of one (``minAvailable: 1``).
 
 The gang scenario's 4-pod job then fits "enough" with one pod, so vc-scheduler binds
 the 3 pods that fit beside the filler: the scenario must fail and say pods were bound
@@ -9,15 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-import kbc.volcano
+from kbc.kube import Kube
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    original = kbc.volcano.vcjob
-
-    def gang_of_one(name: str, queue: str, *, min_available: int, **kw: Any) -> Any:
-        return original(name, queue, min_available=1, **kw)
-
-    kbc.volcano.vcjob = gang_of_one
+def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
+    if obj["kind"] == "Job" and obj["apiVersion"].startswith("batch.volcano.sh/"):
+        obj["spec"]["minAvailable"] = 1
+        for task in obj["spec"]["tasks"]:
+            task["minAvailable"] = 1

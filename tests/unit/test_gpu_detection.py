@@ -8,17 +8,14 @@ and a node as the NVIDIA device plugin and GPU feature discovery leave it.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from lightkube.models.core_v1 import NodeCondition, NodeSpec, NodeStatus, Taint
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Node
-
-from kbc.gpu import GPU, PRODUCT_LABEL, classify_gpu_nodes, harness_made
-from kbc.kube import load
+from kbc.gpu import classify_gpu_nodes, harness_made
+from kbc.nodepools import GPU, POOL_LABEL, PRODUCT_LABEL, NodePool, kwok_nodes
 from kbc.providers.kind import kind_config
-from kbc.providers.local._nodes import NodePool
 
-GPU_TAINT = Taint(key=GPU, value="present", effect="NoSchedule")
+Node = dict[str, Any]
+GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
 
 
 def node(
@@ -30,15 +27,17 @@ def node(
     ready: bool = True,
 ) -> Node:
     allocatable = {"cpu": "64", GPU: str(gpus)} if gpus else {"cpu": "64"}
-    return Node(
-        metadata=ObjectMeta(name=name, labels=labels or {}, annotations=annotations or {}),
-        spec=NodeSpec(taints=[GPU_TAINT]),
-        status=NodeStatus(
-            capacity=dict(allocatable),
-            allocatable=allocatable,
-            conditions=[NodeCondition(type="Ready", status="True" if ready else "False")],
-        ),
-    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
+        "spec": {"taints": [GPU_TAINT]},
+        "status": {
+            "capacity": dict(allocatable),
+            "allocatable": allocatable,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        },
+    }
 
 
 GPU_POOL = NodePool(
@@ -54,9 +53,8 @@ GPU_POOL = NodePool(
 
 def local_provider_node() -> Node:
     """A node exactly as the local provider creates it from a pool (kwok then keeps it Ready)."""
-    manifest = GPU_POOL.nodes()[0]
-    manifest["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-    made: Node = load(manifest)
+    made = kwok_nodes([GPU_POOL])[0]
+    made["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
     return made
 
 
@@ -92,13 +90,13 @@ def test_kwok_node_is_excluded() -> None:
 
 def test_local_provider_node_is_excluded() -> None:
     made = local_provider_node()
-    assert made.status.allocatable[GPU] == "8"
+    assert made["status"]["allocatable"][GPU] == "8"
     found = classify_gpu_nodes([made])
     assert found.names == [] and list(found.excluded) == ["gpu-a100-0"]
 
 
 def test_harness_pool_node_is_excluded() -> None:
-    pooled = node("gpu-pool-3", labels={"conformance.kbatch.dev/pool": "gpu-h100"})
+    pooled = node("gpu-pool-3", labels={POOL_LABEL: "gpu-h100"})
     why = harness_made(pooled)
     assert why is not None and "gpu-h100" in why and "conformance.kbatch.dev/pool" in why
     assert classify_gpu_nodes([pooled]).names == []
@@ -107,8 +105,8 @@ def test_harness_pool_node_is_excluded() -> None:
 def test_kind_patched_worker_is_excluded() -> None:
     worker = kind_worker()
     # No kwok marks: only the pool label the kind provider puts on the workers it patches.
-    assert "kwok.x-k8s.io/node" not in (worker.metadata.annotations or {})
-    assert worker.metadata.labels.get("type") != "kwok"
+    assert "kwok.x-k8s.io/node" not in worker["metadata"]["annotations"]
+    assert worker["metadata"]["labels"].get("type") != "kwok"
     why = harness_made(worker)
     assert why is not None and "gpu-a100" in why
     assert classify_gpu_nodes([worker]).excluded == {"kbc-worker": why}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kbc.components._chart import ChartError
-from kbc.components._helm import DigestMismatchError, install_chart, pull_chart
+from kbc.charts.helm import install_chart, pull_chart
+from kbc.errors import ChartError, DigestMismatchError
 from kbc.lockfile import Component, load_lock
 
 FAKE_HELM = """#!/usr/bin/env python3

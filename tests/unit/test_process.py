@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -35,8 +36,6 @@ def test_terminate_stops_the_whole_process_group(tmp_path: Path) -> None:
 
 
 def test_a_reused_pid_is_not_taken_for_the_recorded_process() -> None:
-    import os
-
     me = ProcessRef.of(os.getpid())
     assert me.alive()
     assert not ProcessRef(me.pid, me.start_ticks + 1).alive()

@@ -10,13 +10,20 @@ from typing import Any
 import pytest
 import yaml
 
-from kbc import paths
-from kbc.errors import ClusterNotFoundError, CommandError, ProviderNotAvailableError, ToolMissingError
+from kbc import apis, paths
+from kbc.errors import (
+    ClusterNotFoundError,
+    CommandError,
+    ContextNotAllowedError,
+    ProviderNotAvailableError,
+    ToolMissingError,
+)
+from kbc.kube import Kube
 from kbc.lockfile import load_lock
+from kbc.nodepools import POOL_LABEL, load_pools
 from kbc.providers import ProviderOptions, get_provider, resolve_provider_name
-from kbc.providers.existing import ContextNotAllowedError, ExistingProvider
+from kbc.providers.existing import ExistingProvider
 from kbc.providers.kind import MARKER, KindProvider, advertise_pools, kind_config
-from kbc.providers.local._nodes import POOL_LABEL, load_pools
 
 STAND_IN = """#!/usr/bin/env python3
 # Stand-in for {name}: records its arguments and answers like the real CLI for what kbc asks.
@@ -105,6 +112,13 @@ def test_existing_never_deletes_and_names_a_missing_context(tmp_path: Path) -> N
         missing.get("x")
 
 
+def test_node_naming_is_refused_for_clusters_that_name_their_own_nodes() -> None:
+    with pytest.raises(
+        ProviderNotAvailableError, match="--node-naming kind applies to the local provider only"
+    ):
+        get_provider("kind", load_lock(), ProviderOptions(node_naming="kind"))
+
+
 def test_get_provider_passes_the_options_on(tmp_path: Path) -> None:
     kubeconfig = write_kubeconfig(tmp_path / "kc", ["a"], current="a")
     provider = get_provider(
@@ -123,36 +137,36 @@ def test_kind_config_has_a_worker_per_pool_replica_with_the_pool_labels() -> Non
     assert config["networking"] == {"apiServerAddress": "127.0.0.1", "apiServerPort": 6443}
 
 
-class FakeNode:
-    def __init__(self, name: str, pool: str) -> None:
-        self.metadata = type("M", (), {"name": name, "labels": {POOL_LABEL: pool}})()
+class RecordingKube(Kube):
+    """Answers node lists with kind-shaped workers and records patches (no API server behind it)."""
 
-
-class RecordingClient:
-    def __init__(self, nodes: list[FakeNode]) -> None:
+    def __init__(self, nodes: list[dict[str, Any]]) -> None:
         self.nodes = nodes
-        self.patches: list[tuple[str, str, dict[str, Any]]] = []
+        self.patches: list[tuple[str, str, Any, str | None]] = []
 
-    def list(self, res: Any, labels: Any = None) -> list[FakeNode]:
+    def list(self, kind: apis.Kind, **selectors: Any) -> list[dict[str, Any]]:
+        assert kind == apis.NODE and selectors == {"labels": {POOL_LABEL: None}}, (kind, selectors)
         return self.nodes
 
-    def patch(self, res: Any, name: str, body: dict[str, Any]) -> None:
-        self.patches.append((res.__name__, name, body))
+    def patch(self, kind: apis.Kind, name: str, patch: Any, **options: Any) -> dict[str, Any]:
+        self.patches.append((kind.kind, name, patch, options.get("subresource")))
+        return {}
+
+
+def worker(name: str, pool: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {POOL_LABEL: pool}}}
 
 
 def test_kind_workers_get_the_pool_taints_and_advertised_gpus() -> None:
     pools = load_pools(paths.manifests_dir() / "nodes")
-    client = RecordingClient([FakeNode("kbc-worker", "cpu"), FakeNode("kbc-worker2", "gpu-h100")])
-    advertise_pools(client, pools)
-    gpu = [p for p in client.patches if p[1] == "kbc-worker2"]
-    assert (
-        "Node",
-        "kbc-worker2",
-        {"spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}},
-    ) in gpu
-    status = next(body for res, _, body in gpu if res == "NodeStatus")
+    kube = RecordingKube([worker("kbc-worker", "cpu"), worker("kbc-worker2", "gpu-h100")])
+    advertise_pools(kube, pools)
+    gpu = [p for p in kube.patches if p[1] == "kbc-worker2"]
+    taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    assert ("Node", "kbc-worker2", {"spec": {"taints": [taint]}}, None) in gpu
+    status = next(body for _, _, body, sub in gpu if sub == "status")
     assert status == {"status": {"capacity": {"nvidia.com/gpu": "8"}, "allocatable": {"nvidia.com/gpu": "8"}}}
-    assert not [p for p in client.patches if p[1] == "kbc-worker"], "CPU workers keep what kubelet reports"
+    assert not [p for p in kube.patches if p[1] == "kbc-worker"], "CPU workers keep what kubelet reports"
 
 
 def test_kind_without_docker_says_how_to_get_it(stand_ins: Path) -> None:
