@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbc.flavors import gpu_products
-from kbc.kube import Kube
+from kbc import apis
+from kbc.gpu import allocatable_gpus
+from kbc.kube import Kube, labels_of
 from kbc.nodepools import PRODUCT_LABEL
 
 
@@ -19,6 +20,13 @@ def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
         return
     labels = (obj.get("spec") or {}).get("nodeLabels") or {}
     asked = labels.get(PRODUCT_LABEL)
-    others = [p.product for p in gpu_products(kube) if p.product != asked]
-    if asked is not None and others:
-        labels[PRODUCT_LABEL] = others[0]
+    # Every GPU product the cluster's nodes carry, whatever their state at this moment.
+    products = sorted(
+        {labels_of(n).get(PRODUCT_LABEL, "") for n in kube.list(apis.NODE) if allocatable_gpus(n)}
+    )
+    others = [p for p in products if p and p != asked]
+    if asked is None:
+        return
+    if not others:
+        raise RuntimeError(f"sabotage: the cluster has no GPU product besides {asked} to point the flavor at")
+    labels[PRODUCT_LABEL] = others[0]

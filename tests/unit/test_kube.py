@@ -1,0 +1,55 @@
+"""The client front: clear errors for a kubeconfig that cannot be used or a server that does not answer."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbc.errors import ApiUnreachableError, ClusterError
+from kbc.kube import connect
+from kbc.kube._client import selector
+
+
+def kubeconfig(tmp_path: Path, server: str) -> Path:
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    return path
+
+
+def test_a_server_that_does_not_answer_is_named(tmp_path: Path) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    with pytest.raises(
+        ApiUnreachableError, match=rf"the API server at https://127.0.0.1:{port} did not answer"
+    ):
+        connect(kubeconfig(tmp_path, f"https://127.0.0.1:{port}"))
+
+
+def test_a_kubeconfig_that_cannot_be_used_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ClusterError, match=r"cannot use kubeconfig .*missing \(context nope\)"):
+        connect(tmp_path / "missing", "nope")
+    with pytest.raises(ClusterError, match="cannot use kubeconfig"):
+        connect(kubeconfig(tmp_path, "https://127.0.0.1:1"), "no-such-context")
+
+
+def test_selectors_are_written_as_the_api_reads_them() -> None:
+    assert selector(None) is None and selector({}) is None
+    assert (
+        selector({"job-name": "a", "kueue.x-k8s.io/queue-name": None})
+        == "job-name=a,kueue.x-k8s.io/queue-name"
+    )
