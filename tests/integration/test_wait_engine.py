@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from kbc import apis
-from kbc.errors import ConsistencyViolation, WaitGaveUp, WaitTimeout
-from kbc.kube import Kube, Obj, connect, hold_list, observe, wait_for_list
+from kbc.errors import ConsistencyViolation, KubeApiError, WaitGaveUp, WaitTimeout
+from kbc.kube import Kube, Obj, connect, hold_list, is_true, observe, wait_for_list, wait_until_exists
+from kbc.polling import poll
 from kbc.providers import Cluster
 from kbc.workloads import pod
 
@@ -50,8 +51,71 @@ class CountingKube(Kube):
     ) -> tuple[list[Obj], str]:
         self.lists += 1
         items, version = super().list_at(kind, namespace=namespace, labels=labels, fields=fields)
-        # "1" is older than anything the API server's watch cache keeps: a watch from it gets 410 Gone.
-        return items, ("1" if self.stale_first and self.lists == 1 else version)
+        return items, (STALE_VERSION if self.stale_first and self.lists == 1 else version)
+
+
+# Older than what any watch cache made after the cluster's first writes holds. Whether the server
+# still serves it depends on the kind: the API server's cache of a built-in kind starts with the
+# cluster and keeps every event until its buffer wraps, so a young cluster answers a watch of pods
+# from "1" (found on a fresh cluster: the 410 test passed only after enough pod churn). The cache of
+# a custom resource starts when its CRD is established, so for a CRD made here "1" is always too old.
+STALE_VERSION = "1"
+PROBE = apis.Kind("engine.kbc.test", "v1", "Probe")
+
+
+def probe(name: str) -> Obj:
+    return PROBE.manifest(name)
+
+
+@pytest.fixture
+def fresh_kind(kube: Kube) -> Iterator[apis.Kind]:
+    """A namespaced custom resource whose CRD (and so the API server's watch cache) is new."""
+    crd_name = f"probes.{PROBE.group}"
+    kube.create(
+        apis.CUSTOM_RESOURCE_DEFINITION.manifest(
+            crd_name,
+            spec={
+                "group": PROBE.group,
+                "scope": "Namespaced",
+                "names": {"plural": "probes", "singular": "probe", "kind": PROBE.kind},
+                "versions": [
+                    {
+                        "name": PROBE.version,
+                        "served": True,
+                        "storage": True,
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                ],
+            },
+        )
+    )
+    try:
+        wait_until_exists(
+            kube,
+            apis.CUSTOM_RESOURCE_DEFINITION,
+            crd_name,
+            until=lambda crd: is_true(crd, "Established"),
+            timeout=30,
+            what=f"CRD {crd_name} to be Established",
+        )
+        yield PROBE
+    finally:
+        kube.delete(apis.CUSTOM_RESOURCE_DEFINITION, crd_name)
+
+
+def watch_status(kube: Kube, kind: apis.Kind, namespace: str, version: str) -> int | None:
+    """The status a watch of *kind* from *version* is refused with (None: it is served)."""
+    try:
+        for _ in kube.watch(kind, resource_version=version, timeout=1, namespace=namespace):
+            pass
+    except KubeApiError as exc:
+        return exc.status
+    return None
 
 
 def test_a_wait_reacts_to_a_change_and_returns_what_it_saw(kube: Kube, namespace: str) -> None:
@@ -108,6 +172,24 @@ def test_a_wait_stops_early_when_the_opposite_outcome_appears(kube: Kube, namesp
     assert f"Pod {namespace}/wrong" in info.value.last_state
 
 
+def test_the_opposite_outcome_wins_over_a_state_that_also_satisfies_the_wait(
+    kube: Kube, namespace: str
+) -> None:
+    """A state can satisfy *until* and show the failure at once (pods Running, on the wrong nodes): it
+    fails the wait, even when it is the very first state seen."""
+    kube.create(pod("already-there"), namespace=namespace)
+    with pytest.raises(WaitGaveUp, match="it runs where it must not"):
+        wait_for_list(
+            kube,
+            apis.POD,
+            namespace=namespace,
+            until=bool,
+            fail=lambda pods: "it runs where it must not" if pods else None,
+            timeout=10,
+            what="a pod",
+        )
+
+
 def test_a_consistency_window_catches_a_change_inside_it(kube: Kube, namespace: str) -> None:
     """hold_list watches the whole window: a pod that appears after 1 s of 5 fails it at once."""
     timer = later(1.0, lambda: kube.create(pod("intruder"), namespace=namespace))
@@ -120,20 +202,32 @@ def test_a_consistency_window_catches_a_change_inside_it(kube: Kube, namespace: 
     assert "intruder" in str(info.value)
 
 
-def test_an_expired_resource_version_is_listed_again(kube: Kube, namespace: str) -> None:
-    counting = CountingKube(kube, stale_first=True)
-    timer = later(1.0, lambda: kube.create(pod("after-410"), namespace=namespace))
-    try:
-        found = wait_for_list(
-            counting,
-            apis.POD,
-            namespace=namespace,
-            until=lambda pods: "after-410" in names(pods),
-            timeout=20,
-            what="the pod created after the expired watch",
-        )
-    finally:
-        timer.join()
+def test_an_expired_resource_version_is_listed_again(
+    cluster: Cluster, namespace: str, fresh_kind: apis.Kind
+) -> None:
+    # A client of its own: it discovers the new kind (the session's client cached discovery before).
+    with connect(cluster.kubeconfig) as client:
+
+        def refusal() -> int | None:
+            status = watch_status(client, fresh_kind, namespace, STALE_VERSION)
+            return None if status == 429 else status or 200  # 429: the kind's cache is still starting
+
+        # The server must really refuse the stale version, or this test proves nothing.
+        refused = poll(refusal, timeout=30, step=0.5)
+        assert refused == 410, f"a watch from resourceVersion {STALE_VERSION} was answered with {refused}"
+        counting = CountingKube(client, stale_first=True)
+        timer = later(1.0, lambda: client.create(probe("after-410"), namespace=namespace))
+        try:
+            found = wait_for_list(
+                counting,
+                fresh_kind,
+                namespace=namespace,
+                until=lambda objects: "after-410" in names(objects),
+                timeout=20,
+                what="the object created after the expired watch",
+            )
+        finally:
+            timer.join()
     assert names(found) == {"after-410"}
     assert counting.lists == 2, f"a 410 Gone re-lists once; lists made: {counting.lists}"
 
