@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from kbc.lockfile import (
     REQUIRED_TOOLS,
     default_lock_path,
     load_lock,
+    load_upgrade_source,
 )
 
 
@@ -146,3 +148,52 @@ def test_a_recorded_cuda_digest_is_what_the_test_pulls(lock_data: dict[str, Any]
     path = write_lock(_break(lock_data, "testImages.cuda.digest", digest))
     cuda = load_lock(path).test_images["cuda"]
     assert cuda.ref == f"{cuda.repository}@{digest}"
+
+
+def test_previous_pins_every_component_one_release_back() -> None:
+    lock = load_lock()
+    old = load_upgrade_source("previous", lock)
+    assert old.kubernetes == lock.kubernetes and old.tools == lock.tools
+    for name, comp in lock.components.items():
+        was = old.components[name]
+        assert was.app_version == comp.previous.app_version
+        assert was.chart.version == comp.previous.chart_version
+        assert was.build.version == comp.previous.app_version, "the old controllers are built at the old tag"
+        assert was.build.module == comp.build.module and was.chart.module_dir == comp.chart.module_dir
+        assert all(img.tag == comp.previous.app_version and not img.digest for img in was.images)
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+def test_an_upgrade_starts_from_the_lock_at_a_git_ref(
+    lock_data: dict[str, Any], write_lock: Any, tmp_path: Path
+) -> None:
+    """git:REF reads the lock as the pull request's base had it, beside the lock in use."""
+    old = copy.deepcopy(lock_data)
+    old["components"]["kueue"]["appVersion"] = "v0.0.1"
+    old["components"]["kueue"]["chart"]["version"] = "0.0.1"
+    path = write_lock(old)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", path.name)
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "base")
+    path.write_text(default_lock_path().read_text())
+    current = load_lock(path)
+    base = load_upgrade_source("git:HEAD", current)
+    assert base.components["kueue"].app_version == "v0.0.1"
+    assert str(base.path) == "git:HEAD:charts-lock.yaml"
+    assert load_upgrade_source(str(path), current).components["kueue"] == current.components["kueue"]
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [
+        ("git:no-such-ref", "fetch the ref first"),
+        ("git:", "names no git ref"),
+        ("/nonexistent/charts-lock.yaml", "cannot be read"),
+    ],
+)
+def test_an_unreadable_upgrade_source_says_what_to_do(source: str, words: str) -> None:
+    with pytest.raises(LockFileError, match=words):
+        load_upgrade_source(source, load_lock())

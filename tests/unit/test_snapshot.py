@@ -1,0 +1,80 @@
+"""The canary's snapshot: which facts it keeps, and how a difference reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbc import apis
+from kbc.snapshot import Snapshot, compare, facts_of, key_of
+
+
+def workload(admitted: bool = True, evicted: bool = False) -> dict[str, Any]:
+    conditions = [{"type": "QuotaReserved", "status": str(admitted), "reason": "QuotaReserved"}]
+    if evicted:
+        conditions.append({"type": "Evicted", "status": "True", "reason": "Preempted"})
+    status: dict[str, Any] = {"conditions": conditions}
+    if admitted:
+        status["admission"] = {
+            "clusterQueue": "team-a",
+            "podSetAssignments": [{"name": "main", "flavors": {"nvidia.com/gpu": "h100", "cpu": "default"}}],
+        }
+    return {
+        "kind": "Workload",
+        "metadata": {"name": "job-x", "namespace": "ns", "uid": "u1"},
+        "status": status,
+    }
+
+
+def snap(**objects: dict[str, str]) -> Snapshot:
+    return Snapshot(dict(objects))
+
+
+def test_a_workload_is_recorded_with_its_admission_and_conditions() -> None:
+    facts = facts_of(apis.WORKLOAD, workload())
+    assert facts == {
+        "uid": "u1",
+        "admission": "team-a [main: cpu=default,nvidia.com/gpu=h100]",
+        "condition QuotaReserved": "True (QuotaReserved)",
+    }
+    assert key_of(workload()) == "Workload ns/job-x"
+    assert facts_of(apis.WORKLOAD, workload(admitted=False))["admission"] == "(none)"
+
+
+def test_a_pod_restart_and_a_lost_admission_are_named_before_and_after() -> None:
+    pod = {
+        "spec": {"nodeName": "n1"},
+        "status": {"startTime": "t0", "containerStatuses": [{"restartCount": 0}]},
+    }
+    restarted = {**pod, "status": {"startTime": "t0", "containerStatuses": [{"restartCount": 1}]}}
+    before = snap(
+        **{
+            "Pod ns/p": {"uid": "p1", **facts_of(apis.POD, pod)},
+            "Workload ns/job-x": facts_of(apis.WORKLOAD, workload()),
+        }
+    )
+    after = snap(
+        **{
+            "Pod ns/p": {"uid": "p1", **facts_of(apis.POD, restarted)},
+            "Workload ns/job-x": facts_of(apis.WORKLOAD, workload(evicted=True)),
+        }
+    )
+    assert [str(c) for c in compare(before, after)] == [
+        "Pod ns/p: restarts: 0 → 1",
+        "Workload ns/job-x: condition Evicted: (none) → True (Preempted)",
+    ]
+
+
+def test_an_object_gone_or_replaced_is_a_change_and_a_new_one_is_not() -> None:
+    before = snap(**{"Job ns/a": {"uid": "1"}, "Job ns/b": {"uid": "2"}})
+    after = snap(**{"Job ns/b": {"uid": "3"}, "Job ns/c": {"uid": "4"}})
+    assert [str(c) for c in compare(before, after)] == [
+        "Job ns/a: object: uid 1 → (gone)",
+        "Job ns/b: uid: 2 → 3",
+    ]
+
+
+def test_ignored_facts_are_not_compared() -> None:
+    before = snap(**{"ClusterQueue q": {"uid": "1", "usage f/gpu": "4"}})
+    after = snap(**{"ClusterQueue q": {"uid": "1", "usage f/gpu": "2"}})
+    assert compare(before, after, ignore=["usage f/gpu"]) == []
+    assert len(compare(before, after)) == 1
