@@ -50,16 +50,41 @@ def run_scenario(
     junit: Path | None = None,
 ) -> InnerRun:
     """Run *target* (``suites/test_x.py::test_y``) with the sabotage plugin *sabotage* loaded."""
+    return run_pytest(
+        [target, "--cluster-name", cluster.name, "--components", "none"],
+        extra,
+        sabotage=sabotage,
+        timeout=timeout,
+        junit=junit,
+    )
+
+
+def run_pytest(
+    args: Sequence[str],
+    extra: Sequence[str] = (),
+    *,
+    sabotage: str | None,
+    timeout: float = 300,
+    junit: Path | None = None,
+) -> InnerRun:
+    """Run pytest with *args* in the repository, the sabotage plugin *sabotage* loaded; judge it by its
+    JUnit XML."""
     junit = junit or Path(tempfile.mkdtemp(prefix="kbc-inner-")) / "junit.xml"
-    args = [sys.executable, "-m", "pytest", target, "--cluster-name", cluster.name, "--components", "none"]
-    args += ["-p", "no:cacheprovider", "--tb=short", "-q", "--junitxml", str(junit), *extra]
+    command = [sys.executable, "-m", "pytest", *args]
+    command += ["-p", "no:cacheprovider", "--tb=short", "-q", "--junitxml", str(junit), *extra]
     if sabotage:
-        args += ["-p", f"tests.sabotage.{sabotage}"]
+        command += ["-p", f"tests.sabotage.{sabotage}"]
     # `python -m` puts the working directory on sys.path, which makes tests.sabotage importable.
     proc = subprocess.run(
-        args, cwd=REPO, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
+        command,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
     )
-    run = InnerRun(args, proc.returncode, proc.stdout + proc.stderr)
+    run = InnerRun(command, proc.returncode, proc.stdout + proc.stderr)
     if junit.is_file():
         run.outcomes, run.failures = read_junit(junit)
     return run
