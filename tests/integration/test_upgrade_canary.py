@@ -46,3 +46,24 @@ def test_the_canary_fails_and_names_a_workload_lost_in_the_upgrade() -> None:
     (failure,) = run.failures
     for words in ("the upgrade changed what the cluster held (before → after)", "Workload ", "job-borrows-"):
         assert words in failure, f"the failure should say {words!r}:\n{failure}"
+
+
+def test_the_canary_fails_when_the_crds_are_not_upgraded() -> None:
+    """Helm's crds/ trap: everything of the new charts applied but their CRDs."""
+    run = run_canary("upgrade_skips_crds")
+    assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
+    (failure,) = run.failures
+    for words in (
+        "kbc.errors.CrdsNotUpgraded",
+        "Helm installs a chart's crds/ once",
+        "CRD jobsets.jobset.x-k8s.io",
+    ):
+        assert words in failure, f"the failure should say {words!r}:\n{failure}"
+
+
+def test_the_canary_fails_when_a_stored_version_stops_being_served() -> None:
+    run = run_canary("upgrade_drops_a_stored_version")
+    assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
+    (failure,) = run.failures
+    for words in ("status.storedVersions", "workloads.kueue.x-k8s.io", "migrate them before upgrading"):
+        assert words in failure, f"the failure should say {words!r}:\n{failure}"
