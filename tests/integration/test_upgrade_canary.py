@@ -8,6 +8,8 @@ only: the lock's previous Volcano cannot be built here.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kbc.lockfile import load_lock
@@ -19,24 +21,31 @@ TARGET = "suites/test_upgrade.py"
 CANARY_CLUSTER = "kbc-selftest-canary"
 
 
-def run_canary(sabotage: str | None) -> InnerRun:
+def run_canary(sabotage: str | None, *extra: str) -> InnerRun:
     return run_pytest(
         [TARGET, "-m", "upgrade", "--provider", "local", "--cluster-name", CANARY_CLUSTER],
-        ["--components", "kueue,jobset", "--node-naming", "kind"],
+        ["--components", "kueue,jobset", "--node-naming", "kind", *extra],
         sabotage=sabotage,
         timeout=600,
     )
 
 
-def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state() -> None:
+def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state(tmp_path: Path) -> None:
     lock = load_lock()
-    run = run_canary(None)
+    allure, reports = tmp_path / "allure", tmp_path / "reports"
+    run = run_canary(None, "--alluredir", str(allure), "--report-dir", str(reports))
     assert run.outcomes == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+    environment = (allure / "environment.properties").read_text().splitlines()
+    summary = (reports / "summary.md").read_text()
+    assert "upgrade.from=previous" in environment, environment
     for name in ("kueue", "jobset"):
         component = lock.components[name]
         old, new = component.previous.app_version, component.app_version
         line = f"upgrade {name} {old} → {new}: "
-        assert line in run.output, f"the summary should say {line!r}:\n" + run.explain()
+        assert line in run.output, f"the terminal summary should say {line!r}:\n" + run.explain()
+        assert f"- {line}" in summary, summary
+        assert f"upgrade.from.{name}.appVersion={old}" in environment, environment
+        assert any(e.startswith(f"upgrade.{name}={old} → {new} in ") for e in environment), environment
     assert "objects kept" in run.output and "0 objects kept" not in run.output, run.explain()
 
 
