@@ -5,14 +5,17 @@ Runs only with the canary on (``pytest -m upgrade`` or ``--upgrade-from SRC``), 
 the session; every other suite then runs on the upgraded cluster. Before the upgrade:
 a cohort of GPU ClusterQueues with a borrowing Job, a JobSet and a plain-pod group
 admitted and running (the JobSet at a WorkloadPriorityClass), a gang waiting for
-quota, and a quota-zero queue with a pending Job. A snapshot records every object by
-UID, each Workload's admission and conditions, each Job's suspend state, each pod's UID,
-node, start time and restarts, and each ClusterQueue's usage and borrowing. After the
-upgrade the same snapshot must read the same; every CRD's objects must be readable at
-every served version, no stored version may have stopped being served, the webhooks
-must carry a valid CA bundle; then the pending gang is admitted once the borrower's
-capacity frees, a new Job on an old LocalQueue is admitted, and no component or control-plane
-log got an error line about conversion, decoding or certificates after the upgrade.
+quota, and a quota-zero queue with a pending Job; where Volcano is installed, a Volcano
+Queue capped at two GPUs with a running 2-pod gang and a pending one. A snapshot records
+every object by UID, each Workload's admission and conditions, each Job's suspend state,
+each pod's UID, node, start time and restarts, each ClusterQueue's usage and borrowing,
+and each PodGroup's phase and running count. After the upgrade the same snapshot must
+read the same; every CRD's objects must be readable at every served version, no stored
+version may have stopped being served, the webhooks must carry a valid CA bundle; then
+the pending gang is admitted once the borrower's capacity frees, the pending Volcano
+gang runs once the running one ends, a new Job on an old LocalQueue is admitted, and no
+component or control-plane log got an error line about conversion, decoding or
+certificates after the upgrade.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import allure
 import pytest
 
 from kbc import apis
+from kbc.events import wait_events
 from kbc.jobs import wait_pods_running
 from kbc.kube import Kube, Obj
 from kbc.kueue import (
@@ -50,7 +54,19 @@ from kbc.snapshot import (
     take_snapshot,
     unreadable_versions,
 )
-from kbc.workloads import group_pod, job, jobset
+from kbc.volcano import (
+    JOB_NAME_LABEL,
+    PENDING,
+    QUOTA_INSUFFICIENT,
+    RUNNING,
+    UNSCHEDULABLE,
+    VolcanoQueueFactory,
+    create_vcjob,
+    phase,
+    wait_podgroup,
+    wait_podgroup_of,
+)
+from kbc.workloads import group_pod, job, jobset, vcjob
 
 pytestmark = [pytest.mark.upgrade, pytest.mark.kueue, pytest.mark.jobset, allure.epic("Upgrade")]
 
@@ -59,6 +75,64 @@ RUNS_THROUGH = "1800s"
 COMPONENT_GROUPS = ("kueue.x-k8s.io", "jobset.x-k8s.io")
 WEBHOOK_NAMES = ("kueue", "jobset")
 KINDS = (apis.WORKLOAD, apis.JOB, apis.JOBSET, apis.POD, apis.LOCAL_QUEUE)
+# Volcano's part, where it is installed.
+VOLCANO_CRD, VOLCANO_GROUPS, VOLCANO_WEBHOOKS = "queues.scheduling.volcano.sh", ("volcano.sh",), ("volcano",)
+VOLCANO_KINDS = (apis.VCJOB, apis.PODGROUP)
+VOLCANO_GANG = 2
+
+
+def make_volcano_state(kube: Kube, namespace: str, make_queue: VolcanoQueueFactory) -> tuple[str, str, str]:
+    """A Volcano Queue capped at two GPUs, a 2-pod gang running in it and another pending on the cap;
+    returns the Queue and the two PodGroups' names."""
+    queue = make_queue("vc-upgrade", capability={GPU: str(VOLCANO_GANG)})
+    running = create_vcjob(
+        kube,
+        vcjob("vc-running", queue, replicas=VOLCANO_GANG, min_available=VOLCANO_GANG, run_for=RUNS_THROUGH),
+        namespace,
+    )
+    running_group = wait_podgroup_of(kube, running, namespace)["metadata"]["name"]
+    wait_podgroup(
+        kube, running_group, namespace, until=lambda pg: phase(pg) == RUNNING, what=f"{running_group} Running"
+    )
+    wait_pods_running(
+        kube,
+        namespace,
+        {JOB_NAME_LABEL: "vc-running"},
+        VOLCANO_GANG,
+        what=f"the {VOLCANO_GANG} pods of vcjob vc-running",
+    )
+    waiting = create_vcjob(
+        kube,
+        vcjob("vc-waiting", queue, replicas=VOLCANO_GANG, min_available=VOLCANO_GANG, run_for=RUNS_THROUGH),
+        namespace,
+    )
+    waiting_group = wait_podgroup_of(kube, waiting, namespace)["metadata"]["name"]
+
+    def went_on(podgroup: Obj) -> str | None:
+        if phase(podgroup) not in ("", PENDING):
+            return f"PodGroup {waiting_group} went {phase(podgroup)} past a Queue whose {GPU} cap is in use"
+        return None
+
+    wait_podgroup(
+        kube,
+        waiting_group,
+        namespace,
+        until=lambda pg: phase(pg) == PENDING,
+        fail=went_on,
+        what=f"PodGroup {waiting_group} Pending",
+    )
+    # Pending on the cap, as vc-scheduler says, not merely not yet looked at.
+    wait_events(
+        kube,
+        namespace,
+        reason=UNSCHEDULABLE,
+        kind="PodGroup",
+        name=waiting_group,
+        until=lambda events: any(QUOTA_INSUFFICIENT in (e.get("message") or "") for e in events),
+        fail=lambda _: went_on(kube.get(apis.PODGROUP, waiting_group, namespace)),
+        what=f"the {UNSCHEDULABLE} event {QUOTA_INSUFFICIENT!r} on PodGroup {waiting_group}",
+    )
+    return queue, running_group, waiting_group
 
 
 def usage_of_admitted(workloads: list[Obj], cluster_queue: str, flavor: str) -> Decimal:
@@ -80,12 +154,16 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
     namespace: str,
     make_kueue_queues: QueueFactory,
     make_priority_classes: PriorityFactory,
+    make_volcano_queue: VolcanoQueueFactory,
+    upgrade_start: list[str],
     upgrade: Callable[[], list[str]],
     upgrade_log_errors: Callable[[], list[str] | None],
     request: pytest.FixtureRequest,
 ) -> None:
+    with allure.step("install old: the cluster runs the old pins"):
+        allure.attach("\n".join(upgrade_start), name="old pins", attachment_type=allure.attachment_type.TEXT)
     with allure.step(
-        "live state: a cohort with a borrower, a JobSet, a pod group, a waiting gang, quota zero"
+        "make state: a cohort with a borrower, a JobSet, a pod group, a waiting gang, quota zero"
     ):
         cohort = make_kueue_queues(
             members={"lender": Member({"cpu": "16", GPU: "6"}), "borrower": Member({"cpu": "16", GPU: "2"})}
@@ -125,16 +203,29 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         # The snapshot must see the ClusterQueues' status caught up with what they admitted.
         wait_usage(kube, cohort.cluster_queues["borrower"], flavor, GPU, total="4", borrowed="2")
         wait_usage(kube, cohort.cluster_queues["lender"], flavor, GPU, total="4")
+    volcano = kube.find(apis.CUSTOM_RESOURCE_DEFINITION, VOLCANO_CRD) is not None
+    if volcano:
+        with allure.step("make state: a Volcano Queue capped at 2 GPUs, a gang running in it, one pending"):
+            vc_queue, _, vc_waiting = make_volcano_state(kube, namespace, make_volcano_queue)
+    else:
+        allure.attach(
+            f"Volcano is not installed on this cluster (no CRD {VOLCANO_CRD}): no Volcano state",
+            name="volcano",
+            attachment_type=allure.attachment_type.TEXT,
+        )
+    groups = COMPONENT_GROUPS + (VOLCANO_GROUPS if volcano else ())
+    webhooks = WEBHOOK_NAMES + (VOLCANO_WEBHOOKS if volcano else ())
 
     def snapshot() -> Snapshot:
         return take_snapshot(
             kube,
             namespaces=[namespace],
-            namespaced=KINDS,
+            namespaced=KINDS + (VOLCANO_KINDS if volcano else ()),
             cluster_scoped={
                 apis.CLUSTER_QUEUE: [*cohort.cluster_queues.values(), empty.cluster_queue],
                 apis.RESOURCE_FLAVOR: [*cohort.flavors.values(), empty.flavor],
                 apis.WORKLOAD_PRIORITY_CLASS: list(priorities.values()),
+                **({apis.VOLCANO_QUEUE: [vc_queue]} if volcano else {}),
             },
         )
 
@@ -144,9 +235,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
     with allure.step("upgrade"):
         done = upgrade()
         allure.attach("\n".join(done), name="upgrade", attachment_type=allure.attachment_type.TEXT)
-    with allure.step(
-        "nothing lost: every object, admission, condition, suspend state, pod and usage as before"
-    ):
+    with allure.step("verify: every object, admission, condition, suspend state, pod and usage as before"):
         after = snapshot()
         changes = compare(before, after)
         allure.attach(
@@ -162,7 +251,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         kept = {"objects": len(before.objects), "admitted": len(workloads), "pods": len(pods)}
         # Read by the canary's summary line (record_property would warn under junit_family xunit2).
         request.node.user_properties.append(("upgrade_kept", kept))
-    with allure.step("each ClusterQueue's usage is the sum over its admitted Workloads"):
+    with allure.step("verify: each ClusterQueue's usage is the sum over its admitted Workloads"):
         listed = kube.list(apis.WORKLOAD, namespace=namespace)
         for member, queue in cohort.cluster_queues.items():
             reported = flavor_usage(kube.get(apis.CLUSTER_QUEUE, queue), flavor, GPU).total
@@ -171,9 +260,9 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
                 f"ClusterQueue {queue} ({member}) reports {reported} GPUs used after the upgrade, but its "
                 f"admitted Workloads account {summed}"
             )
-    with allure.step("every CRD readable at every served version; no stored version left unserved"):
-        crds = crds_in_groups(kube, COMPONENT_GROUPS)
-        assert crds, f"no CRD of {', '.join(COMPONENT_GROUPS)} is installed"
+    with allure.step("verify: every CRD readable at every served version; no stored version left unserved"):
+        crds = crds_in_groups(kube, groups)
+        assert crds, f"no CRD of {', '.join(groups)} is installed"
         unserved = {c["metadata"]["name"]: stored_versions_not_served(c) for c in crds}
         unserved = {name: versions for name, versions in unserved.items() if versions}
         assert not unserved, (
@@ -182,22 +271,41 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         )
         unreadable = [failure for crd in crds for failure in unreadable_versions(kube, crd)]
         assert not unreadable, "objects unreadable after the upgrade:\n" + "\n".join(unreadable)
-    with allure.step("admission and conversion webhooks carry a CA bundle valid now"):
-        problems = ca_bundle_problems(kube, crds, WEBHOOK_NAMES)
+    with allure.step("verify: admission and conversion webhooks carry a CA bundle valid now"):
+        problems = ca_bundle_problems(kube, crds, webhooks)
         assert not problems, "webhooks the API server cannot trust after the upgrade:\n" + "\n".join(problems)
-    with allure.step("the pending stay pending; the gang is admitted once the borrower's GPUs free"):
+    with allure.step("verify: the pending stay pending; the gang is admitted once the borrower's GPUs free"):
         hold_suspended(kube, namespace, "gang", gang_workload)
         kube.delete(apis.JOB, "borrows", namespace=namespace)
         kube.delete_all(apis.POD, namespace=namespace, labels={"job-name": "borrows"})
         wait_admitted(kube, gang_workload, namespace)
         wait_pending(kube, starved_workload, namespace)
-    with allure.step("a new Job on an old LocalQueue is admitted by the new Kueue"):
+    if volcano:
+        with allure.step("verify: the pending Volcano gang runs whole once the running one ends"):
+            kube.delete(apis.VCJOB, "vc-running", namespace=namespace)
+            wait_podgroup(
+                kube,
+                vc_waiting,
+                namespace,
+                until=lambda pg: phase(pg) == RUNNING,
+                what=f"{vc_waiting} Running",
+            )
+            wait_pods_running(
+                kube,
+                namespace,
+                {JOB_NAME_LABEL: "vc-waiting"},
+                VOLCANO_GANG,
+                what=f"the {VOLCANO_GANG} pods of vcjob vc-waiting",
+            )
+    with allure.step("verify: a new Job on an old LocalQueue is admitted by the new Kueue"):
         fresh = kube.create(job("after-upgrade", gpus=1, run_for="2s", queue=borrower), namespace=namespace)
         given = admission(
             wait_admitted(kube, wait_workload_of(kube, fresh, namespace)["metadata"]["name"], namespace)
         )
         assert given["clusterQueue"] == cohort.cluster_queues["borrower"], given
-    with allure.step("no component logged a conversion, decoding or certificate error after the upgrade"):
+    with allure.step(
+        "verify: no component logged a conversion, decoding or certificate error after the upgrade"
+    ):
         errors = upgrade_log_errors()
         if errors is None:
             allure.attach(

@@ -3,11 +3,14 @@ state made, upgraded to the current pins, nothing lost; and a broken upgrade tur
 
 Each test runs the canary in a separate pytest process on a cluster of its own (a canary
 starts from the old pins, so it cannot share this session's cluster), with Kueue and JobSet
-only: the lock's previous Volcano cannot be built here.
+only: the lock's previous Volcano cannot be built here. Where a test adds the reclaim
+scenario, it runs on the old pins before the upgrade and on the new pins after it, and the
+two runs are compared.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,12 +21,14 @@ from tests.integration.suite_runner import InnerRun, run_pytest
 pytestmark = pytest.mark.cluster
 
 TARGET = "suites/test_upgrade.py"
+RECLAIM = "suites/test_cohort.py::test_lender_reclaims_lent_quota_by_evicting_the_borrower"
+RECLAIM_STORY = "a lender reclaims its lent GPUs"
 CANARY_CLUSTER = "kbc-selftest-canary"
 
 
-def run_canary(sabotage: str | None, *extra: str) -> InnerRun:
+def run_canary(sabotage: str | None, *extra: str, targets: tuple[str, ...] = (TARGET,)) -> InnerRun:
     return run_pytest(
-        [TARGET, "-m", "upgrade", "--provider", "local", "--cluster-name", CANARY_CLUSTER],
+        [*targets, "-m", "upgrade", "--provider", "local", "--cluster-name", CANARY_CLUSTER],
         ["--components", "kueue,jobset", "--node-naming", "kind", *extra],
         sabotage=sabotage,
         timeout=600,
@@ -33,8 +38,11 @@ def run_canary(sabotage: str | None, *extra: str) -> InnerRun:
 def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state(tmp_path: Path) -> None:
     lock = load_lock()
     allure, reports = tmp_path / "allure", tmp_path / "reports"
-    run = run_canary(None, "--alluredir", str(allure), "--report-dir", str(reports))
-    assert run.outcomes == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+    run = run_canary(
+        None, "--alluredir", str(allure), "--report-dir", str(reports), targets=(TARGET, RECLAIM)
+    )
+    # The reclaim scenario on the old pins, the canary, the reclaim scenario on the new pins.
+    assert run.outcomes == {"passed": 3, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
     environment = (allure / "environment.properties").read_text().splitlines()
     summary = (reports / "summary.md").read_text()
     assert "upgrade.from=previous" in environment, environment
@@ -47,6 +55,35 @@ def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state(tmp_path: Path
         assert f"upgrade.from.{name}.appVersion={old}" in environment, environment
         assert any(e.startswith(f"upgrade.{name}={old} → {new} in ") for e in environment), environment
     assert "objects kept" in run.output and "0 objects kept" not in run.output, run.explain()
+
+    # Old against new, measured on both sides: the lender's reclaim preempted the borrower each time.
+    (compared,) = json.loads((reports / "summary.json").read_text())["upgrade"]["comparison"]
+    assert compared["scenario"].startswith(RECLAIM_STORY), compared
+    for side in ("old", "new"):
+        measured = compared[side]
+        assert measured["outcome"] == "passed", compared
+        assert len(measured["admission_seconds"]) == 2, compared  # the borrower's and the lender's
+        assert measured["preemptions"] == 1, compared
+        assert measured["preemption_reasons"] == ["InCohortReclamation"], compared
+        assert measured["reclaim_seconds"] is not None and measured["reclaim_seconds"] > 0, compared
+    assert "### Old pins against new pins" in summary, summary
+    table = summary.split("### Old pins against new pins", 1)[1]
+    row = next(line for line in table.splitlines() if line.startswith(f"| {RECLAIM_STORY}"))
+    assert "| 1 (InCohortReclamation) → 1 (InCohortReclamation) |" in row, row
+    assert "old pins against new pins" in run.output, run.explain()
+
+
+def test_a_baseline_that_fails_on_the_old_pins_is_an_expected_failure_and_marked(tmp_path: Path) -> None:
+    """The canary judges the new pins: a scenario failing on the old ones does not fail the session,
+    but the report says so and marks the change of outcome."""
+    reports = tmp_path / "reports"
+    run = run_canary("upgrade_baseline_fails", "--report-dir", str(reports), targets=(TARGET, RECLAIM))
+    assert run.outcomes == {"passed": 2, "failed": 0, "errors": 0, "skipped": 1}, run.explain()
+    assert run.returncode == 0, run.explain()
+    assert "failed on the old pins (the baseline the canary compares with" in run.output, run.explain()
+    (compared,) = json.loads((reports / "summary.json").read_text())["upgrade"]["comparison"]
+    assert compared["old"]["outcome"] == "failed" and compared["new"]["outcome"] == "passed", compared
+    assert "failed → passed" in compared["changes"], compared
 
 
 def test_the_canary_fails_and_names_a_workload_lost_in_the_upgrade() -> None:

@@ -31,14 +31,19 @@ def test_without_the_canary_the_upgrade_scenario_is_left_out() -> None:
     assert CANARY not in collected("-m", "not upgrade")
 
 
+def on_pins(ids: list[str], pins: str) -> list[str]:
+    return [f"{nodeid}[{pins}-pins]" for nodeid in ids]
+
+
 @pytest.mark.parametrize("args", [("-m", "upgrade"), ("--upgrade-from", "previous")])
-def test_the_canary_upgrades_first_and_every_suite_follows(args: tuple[str, ...]) -> None:
-    ids = collected(*args)
-    assert ids[0] == CANARY, ids[:3]
-    assert len(ids) == len(collected()) + 1, "every other suite runs after the upgrade"
+def test_every_suite_runs_on_the_old_pins_then_the_canary_upgrades_then_every_suite_again(
+    args: tuple[str, ...],
+) -> None:
+    ids, plain = collected(*args), collected()
+    assert ids == [*on_pins(plain, "old"), CANARY, *on_pins(plain, "new")]
 
 
-def test_a_capability_selection_keeps_the_upgrade_in_front() -> None:
-    ids = collected("-m", "upgrade and gang")
-    assert ids[0] == CANARY
-    assert ids[1:] == collected("-m", "gang")
+def test_a_capability_selection_keeps_the_upgrade_between_the_two_runs() -> None:
+    gang = collected("-m", "gang")
+    assert gang, "no gang scenario collected"
+    assert collected("-m", "upgrade and gang") == [*on_pins(gang, "old"), CANARY, *on_pins(gang, "new")]
