@@ -47,3 +47,19 @@ def test_a_capability_selection_keeps_the_upgrade_between_the_two_runs() -> None
     gang = collected("-m", "gang")
     assert gang, "no gang scenario collected"
     assert collected("-m", "upgrade and gang") == [*on_pins(gang, "old"), CANARY, *on_pins(gang, "new")]
+
+
+def test_kbc_canary_hands_the_options_it_does_not_know_to_pytest() -> None:
+    """``kbc canary --from previous --provider local -m 'upgrade and gang'``, as the README shows it."""
+    command = [sys.executable, "-m", "kbc.cli", "canary", "--from", "previous", "--provider", "local"]
+    proc = subprocess.run(
+        [*command, "-m", "upgrade and gang", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ids = [line for line in proc.stdout.splitlines() if "::" in line]
+    gang = collected("-m", "gang")
+    assert ids == [*on_pins(gang, "old"), CANARY, *on_pins(gang, "new")]
