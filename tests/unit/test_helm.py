@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
 
-from kbc.charts.helm import install_chart, pull_chart
+from kbc.charts.helm import chart_crds, install_chart, pull_chart, released_app_version
 from kbc.errors import ChartError, DigestMismatchError
 from kbc.lockfile import Component, load_lock
 
@@ -94,3 +96,48 @@ def test_install_layers_values_and_names_the_component_on_failure(
     monkeypatch.setenv("FAKE_HELM_FAIL", "UPGRADE FAILED: timed out")
     with pytest.raises(ChartError, match="kueue: helm upgrade --install failed: Error: UPGRADE FAILED"):
         install_chart(helm, tmp_path / "kubeconfig", None, kueue, tmp_path / "kueue.tgz", [])
+
+
+def test_chart_crds_are_the_crds_folder_only(tmp_path: Path) -> None:
+    """What the kind/existing upgrade applies before ``helm upgrade``: the chart's ``crds/``, nothing else."""
+    crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: jobsets.x}\n"
+    files = {
+        "jobset/Chart.yaml": "name: jobset\n",
+        "jobset/crds/jobset.yaml": crd + "---\n",
+        "jobset/templates/crd-in-templates.yaml": crd.replace("jobsets.x", "templated.x"),
+        "jobset/charts/sub/crds/other.yaml": crd.replace("jobsets.x", "subchart.x"),
+    }
+    archive = tmp_path / "jobset.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    assert [c["metadata"]["name"] for c in chart_crds(archive)] == ["jobsets.x"]
+
+
+def test_the_released_app_version_is_read_from_helm(
+    helm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobset = load_lock().components["jobset"]
+    answer = 'if args[0] == "get":\n    print(json.dumps({"appVersion": os.environ["FAKE_APP_VERSION"]}))\n'
+    script = helm.read_text().replace('if args[0] == "pull":', answer + 'if args[0] == "pull":')
+    helm.write_text(script)
+    monkeypatch.setenv("FAKE_APP_VERSION", jobset.app_version.removeprefix("v"))
+    assert released_app_version(helm, tmp_path / "kubeconfig", "ctx", jobset) == jobset.app_version
+    assert calls(tmp_path)[-1] == [
+        "get",
+        "metadata",
+        "jobset",
+        "--namespace",
+        jobset.namespace,
+        "--kubeconfig",
+        str(tmp_path / "kubeconfig"),
+        "--output",
+        "json",
+        "--kube-context",
+        "ctx",
+    ]
+    monkeypatch.setenv("FAKE_HELM_FAIL", "release: not found")
+    assert released_app_version(helm, tmp_path / "kubeconfig", None, jobset) == ""
