@@ -173,3 +173,20 @@ def test_a_second_run_waits_for_the_first_and_reuses_its_build(
     first_run.release()
     waiter.join(timeout=10)
     assert result == {"kind": directory / "kind"}
+
+
+def test_optional_tools_are_built_only_when_named(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``make conformance`` runs ``kbc toolchain``: the test-only tools must not make it wait."""
+    lock = load_lock()
+    optional = lock.optional_builds()
+    assert optional, "the lock marks its test-only tools optional"
+    toolchain = Toolchain(lock, out=io.StringIO())
+    for owner in toolchain.builds:
+        if owner not in optional:
+            fake_build(toolchain, owner)
+    monkeypatch.setenv("KBC_GO", "/nonexistent/go")  # building an optional tool would fail here
+    built = toolchain.ensure()
+    owners = {toolchain._owner_of[name] for name in built}
+    assert owners == set(toolchain.builds) - optional
+    with pytest.raises(ToolMissingError):
+        toolchain.ensure([next(s.name for s in toolchain.builds[sorted(optional)[0]].binaries)])
