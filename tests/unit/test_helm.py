@@ -16,7 +16,8 @@ from kbc.errors import ChartError, DigestMismatchError
 from kbc.lockfile import Component, load_lock
 
 FAKE_HELM = """#!/usr/bin/env python3
-# Stand-in for helm: records its arguments; `pull` writes a fixed archive named like helm's.
+# Stand-in for helm: records its arguments; `pull` writes a fixed archive named like helm's and, for an
+# OCI chart, reports a fixed manifest digest as helm does.
 import json, os, sys
 args = sys.argv[1:]
 with open(os.environ["FAKE_HELM_LOG"], "a") as log:
@@ -30,8 +31,12 @@ if args[0] == "pull":
     name = args[1].rsplit("/", 1)[-1]
     with open(os.path.join(dest, f"{name}-{version}.tgz"), "wb") as fh:
         fh.write(b"chart-archive-bytes")
+    if args[1].startswith("oci://"):
+        print("Pulled: " + args[1] + ":" + version)
+        print("Digest: sha256:" + "d" * 64)
 """
 ARCHIVE_DIGEST = "sha256:" + hashlib.sha256(b"chart-archive-bytes").hexdigest()
+MANIFEST_DIGEST = "sha256:" + "d" * 64
 
 
 @pytest.fixture
@@ -52,9 +57,9 @@ def with_digest(component: Component, digest: str) -> Component:
 
 
 def test_oci_chart_with_the_pinned_digest_is_accepted(helm: Path, tmp_path: Path) -> None:
-    kueue = with_digest(load_lock().components["kueue"], ARCHIVE_DIGEST)
+    kueue = with_digest(load_lock().components["kueue"], MANIFEST_DIGEST)
     pulled = pull_chart(helm, kueue, tmp_path / "charts")
-    assert pulled.verified and pulled.digest == ARCHIVE_DIGEST
+    assert pulled.verified and pulled.digest == MANIFEST_DIGEST
     assert calls(tmp_path)[0][:4] == ["pull", kueue.chart.reference, "--version", kueue.chart.version]
 
 
@@ -70,7 +75,7 @@ def test_a_digest_mismatch_fails_closed(helm: Path, tmp_path: Path) -> None:
     kueue = with_digest(load_lock().components["kueue"], "sha256:" + "0" * 64)
     with pytest.raises(DigestMismatchError, match="nothing was installed") as info:
         pull_chart(helm, kueue, tmp_path / "charts")
-    assert ARCHIVE_DIGEST in str(info.value) and "components.kueue.chart.digest" in str(info.value)
+    assert MANIFEST_DIGEST in str(info.value) and "components.kueue.chart.digest" in str(info.value)
     assert [c[0] for c in calls(tmp_path)] == ["pull"], "no install may follow a mismatch"
 
 
@@ -79,7 +84,7 @@ def test_an_unrecorded_digest_needs_an_explicit_opt_in(helm: Path, tmp_path: Pat
     with pytest.raises(DigestMismatchError, match="records no digest"):
         pull_chart(helm, jobset, tmp_path / "charts")
     pulled = pull_chart(helm, jobset, tmp_path / "charts2", allow_unpinned=True)
-    assert not pulled.verified and pulled.digest == ARCHIVE_DIGEST
+    assert not pulled.verified and pulled.digest == MANIFEST_DIGEST
 
 
 def test_install_layers_values_and_names_the_component_on_failure(

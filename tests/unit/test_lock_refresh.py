@@ -76,6 +76,10 @@ def test_mirrors_map_the_longest_matching_prefix_only() -> None:
     assert mirrored("registry.k8s.io/kueue/kueue", mirrors) == "127.0.0.1:5000/kq/kueue"
     assert mirrored("registry.k8s.io/jobset/jobset", mirrors) == "127.0.0.1:5000/k8s/jobset/jobset"
     assert mirrored("registry.k8s.io.evil/x", mirrors) == "registry.k8s.io.evil/x"
+    assert (
+        mirrored("oci://registry.k8s.io/kueue/charts/kueue", mirrors)
+        == "oci://127.0.0.1:5000/kq/charts/kueue"
+    )
     assert mirrored("docker.io/volcanosh/vc-scheduler", mirrors) == "docker.io/volcanosh/vc-scheduler"
     with pytest.raises(ValueError, match="expected FROM=TO"):
         parse_mirrors(["registry.k8s.io"])

@@ -1,0 +1,210 @@
+"""``kbc lock refresh`` and ``kbc lock check`` against real registries on 127.0.0.1.
+
+No stand-in: distribution's registry at its pinned version holds every image the lock pins
+(pushed through the registry API, as index + manifest) and the Kueue and JobSet charts
+(packaged from their pinned modules and pushed with the pinned helm); Volcano's chart is
+served from a ``helm repo index``-ed HTTP chart repository. ``--mirror`` points each
+upstream at them, as an air-gapped user would. The digests written must be the ones the
+registry and helm state; a tag moved afterwards must turn ``check`` red, naming the field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kbc.charts.helm import pull_chart
+from kbc.charts.source import resolve_chart
+from kbc.errors import DigestMismatchError
+from kbc.lockfile import ChartsLock, Component, default_lock_path, digest_fields, load_lock
+from kbc.oci import mirrored, parse_mirrors
+from kbc.toolchain import Toolchain
+from tests.integration.registries import Registry, chart_repository, running_registry
+
+REPO = Path(__file__).resolve().parents[2]
+_HELM_DIGEST = re.compile(r"^Digest: (sha256:[0-9a-f]{64})$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Upstreams:
+    """Every upstream of the lock, mirrored on 127.0.0.1, and the digests they serve."""
+
+    mirrors: list[str]
+    expected: dict[str, str]
+    """Digest field path → what the mirror serves for it."""
+    registry: Registry
+    registry_mirrors: dict[str, str]
+
+
+def kbc(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kbc.cli", *args], cwd=REPO, capture_output=True, text=True, check=False
+    )
+
+
+def package(lock: ChartsLock, name: str, helm: Path, into: Path) -> Path:
+    """The pinned chart of *name*, from its module, packaged as ``<chart>-<version>.tgz``."""
+    component = lock.components[name]
+    source = resolve_chart(component, "module", into / f"{name}-work")
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [str(helm), "package", str(source.path), "--destination", str(into)], check=True, capture_output=True
+    )
+    return into / f"{component.chart.name}-{component.chart.version}.tgz"
+
+
+@pytest.fixture(scope="module")
+def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstreams]:
+    lock = load_lock()
+    work = tmp_path_factory.mktemp("supply-chain")
+    helm = Toolchain(lock).ensure(["helm"])["helm"]
+    with running_registry(lock, work / "registry") as registry:
+        registry_mirrors = {
+            "registry.k8s.io": f"{registry.host}/k8s",
+            "docker.io": f"{registry.host}/dockerhub",
+        }
+        mirrors = [f"{source}={target}" for source, target in registry_mirrors.items()]
+        parsed = parse_mirrors(mirrors)
+        expected: dict[str, str] = {}
+        fields = digest_fields(default_lock_path().read_text())
+        for field in fields:
+            if field.kind == "image":
+                image = mirrored(field.reference, parsed).split("/", 1)[1]
+                expected[field.path] = registry.push_image(image, field.version)
+        for name in ("kueue", "jobset"):
+            chart = lock.components[name].chart
+            archive = package(lock, name, helm, work / "charts")
+            target = "oci://" + mirrored(chart.reference.removeprefix("oci://"), parsed).rpartition("/")[0]
+            pushed = subprocess.run(
+                [str(helm), "push", str(archive), target, "--plain-http"],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert pushed.returncode == 0, pushed.stderr
+            found = _HELM_DIGEST.search(pushed.stdout + pushed.stderr)
+            assert found, f"helm push reported no digest:\n{pushed.stdout}{pushed.stderr}"
+            expected[f"components.{name}.chart.digest"] = found.group(1)
+        volcano = lock.components["volcano"].chart
+        repository = work / "chart-repository"
+        repository.mkdir()
+        archive = package(lock, "volcano", helm, work / "volcano-chart")
+        shutil.copy(archive, repository / archive.name)
+        expected["components.volcano.chart.digest"] = (
+            "sha256:" + hashlib.sha256(archive.read_bytes()).hexdigest()
+        )
+        with chart_repository(repository, helm) as url:
+            upstream = volcano.reference.rpartition("/")[0]
+            mirrors.append(f"{upstream}={url}")
+            assert set(expected) == {f.path for f in fields}, "every digest field has an upstream"
+            yield Upstreams(mirrors, expected, registry, registry_mirrors)
+
+
+@pytest.fixture
+def lock_copy(tmp_path: Path) -> Path:
+    path = tmp_path / "charts-lock.yaml"
+    shutil.copy(default_lock_path(), path)
+    return path
+
+
+def versions(lock: ChartsLock) -> list[str]:
+    """Every version and tag the lock pins (and no digest)."""
+    pinned = [lock.kubernetes.version, *(pin.version for pin in lock.tools.values())]
+    for component in lock.components.values():
+        pinned += [component.app_version, component.chart.version, component.previous.app_version]
+        pinned += [image.tag for image in component.images]
+    return pinned + [image.tag for image in lock.test_images.values()]
+
+
+def mirror_args(upstreams: Upstreams) -> list[str]:
+    return [arg for mirror in upstreams.mirrors for arg in ("--mirror", mirror)]
+
+
+def test_refresh_writes_the_digests_the_registries_serve_and_check_agrees(
+    upstreams: Upstreams, lock_copy: Path
+) -> None:
+    before = load_lock(lock_copy)
+    refreshed = kbc("--lock", str(lock_copy), "lock", "refresh", *mirror_args(upstreams))
+    assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
+    written = {f.path: f.value for f in digest_fields(lock_copy.read_text())}
+    assert written == upstreams.expected
+    assert versions(load_lock(lock_copy)) == versions(before), "no version may change"
+    checked = kbc("--lock", str(lock_copy), "lock", "check", *mirror_args(upstreams))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"all {len(written)} digests match their registries" in checked.stderr
+
+
+def test_check_fails_naming_a_missing_digest_and_a_tag_that_moved(
+    upstreams: Upstreams, lock_copy: Path
+) -> None:
+    assert kbc("--lock", str(lock_copy), "lock", "refresh", *mirror_args(upstreams)).returncode == 0
+    lock = load_lock(lock_copy)
+    kueue_image = lock.components["kueue"].images[0]
+    # The release's tag now points at other content, and one digest was never recorded.
+    repository = mirrored(kueue_image.repository, parse_mirrors(upstreams.mirrors)).split("/", 1)[1]
+    moved = upstreams.registry.push_image(repository, kueue_image.tag, build=2)
+    assert moved != kueue_image.digest
+    lock_copy.write_text(lock_copy.read_text().replace(lock.test_images["cuda"].digest, "", 1))
+    try:
+        checked = kbc("--lock", str(lock_copy), "lock", "check", *mirror_args(upstreams))
+    finally:
+        upstreams.registry.push_image(repository, kueue_image.tag)  # as the other tests expect it
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    problems = [line for line in checked.stdout.splitlines() if line.startswith("PROBLEM")]
+    assert len(problems) == 2, checked.stdout
+    (missing,) = [p for p in problems if "testImages.cuda.digest" in p]
+    assert "no digest recorded; the registry serves sha256:" in missing
+    (stale,) = [p for p in problems if "components.kueue.images[0].digest" in p]
+    assert f"the lock pins {kueue_image.digest}, the registry serves {moved}" in stale
+    assert "run kbc lock refresh" in checked.stderr
+
+
+def test_refresh_that_cannot_reach_a_registry_changes_nothing(upstreams: Upstreams, lock_copy: Path) -> None:
+    text = lock_copy.read_text()
+    only_registry = [
+        m for m in upstreams.mirrors if not m.startswith("https://")
+    ]  # the chart repository left out
+    refreshed = kbc(
+        "--lock", str(lock_copy), "lock", "refresh", *[a for m in only_registry for a in ("--mirror", m)]
+    )
+    assert refreshed.returncode == 1
+    assert "could not be resolved" in refreshed.stderr and "is unchanged" in refreshed.stderr
+    assert lock_copy.read_text() == text
+
+
+@pytest.mark.parametrize("name", ["kueue", "volcano"])
+def test_a_chart_pull_is_verified_against_the_refreshed_digest_and_fails_closed_otherwise(
+    upstreams: Upstreams, tmp_path: Path, name: str
+) -> None:
+    """The real helm pulls through the mirror: an OCI chart (Kueue) is checked by the manifest digest helm
+    reports, an HTTP repository's (Volcano) by the archive's sha256; the lock pins what refresh wrote."""
+    lock = load_lock()
+    helm = Toolchain(lock).ensure(["helm"])["helm"]
+    mirrors = parse_mirrors(upstreams.mirrors)
+    component = lock.components[name]
+    pinned = upstreams.expected[f"components.{name}.chart.digest"]
+    pulled = pull_chart(helm, with_chart_digest(component, pinned), tmp_path / "ok", mirrors=mirrors)
+    assert pulled.verified and pulled.digest == pinned
+    wrong = "sha256:" + "0" * 64
+    with pytest.raises(DigestMismatchError, match="nothing was installed") as info:
+        pull_chart(helm, with_chart_digest(component, wrong), tmp_path / "wrong", mirrors=mirrors)
+    assert pinned in str(info.value) and f"components.{name}.chart.digest" in str(info.value)
+    with pytest.raises(DigestMismatchError, match="records no digest"):
+        pull_chart(helm, with_chart_digest(component, ""), tmp_path / "unpinned", mirrors=mirrors)
+    accepted = pull_chart(
+        helm, with_chart_digest(component, ""), tmp_path / "opted-in", allow_unpinned=True, mirrors=mirrors
+    )
+    assert not accepted.verified and accepted.digest == pinned
+
+
+def with_chart_digest(component: Component, digest: str) -> Component:
+    return dataclasses.replace(component, chart=dataclasses.replace(component.chart, digest=digest))
