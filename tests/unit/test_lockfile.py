@@ -50,6 +50,7 @@ def test_versions_live_only_in_the_lock() -> None:
     for comp in lock.components.values():
         versions |= {comp.app_version, comp.chart.version, comp.previous.app_version}
     versions |= {image.tag for image in lock.test_images.values()}
+    versions |= {tool.version for tool in lock.node_tools.values()}
     root = default_lock_path().parent
     offenders = []
     for folder in ("fixtures", "suites", "manifests", "tests", ".github"):
@@ -63,6 +64,8 @@ def test_versions_live_only_in_the_lock() -> None:
                 ]
     makefile = (root / "Makefile").read_text()
     offenders += [f"Makefile: {v}" for v in versions if v in makefile]
+    renovate = (root / "renovate.json").read_text()
+    offenders += [f"renovate.json: {v}" for v in versions if v in renovate]
     assert not offenders, "pins repeated outside charts-lock.yaml:\n" + "\n".join(offenders)
 
 

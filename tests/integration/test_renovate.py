@@ -1,0 +1,157 @@
+"""renovate.json, proven with Renovate itself: its config validator accepts it, and an offline extract
+(``--platform=local --dry-run=extract``) finds every pin of charts-lock.yaml with the right datasource
+and current version. Node and Renovate come from the npm registry at the lock's ``nodeTools`` pins."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbc.lockfile import ChartsLock, load_lock
+from kbc.toolchain.npm import ensure_node_tool, node_binary
+
+REPO = Path(__file__).resolve().parents[2]
+Dep = tuple[str, str, str, tuple[str, ...]]
+"""(datasource, packageName, currentValue, registryUrls)"""
+
+
+@pytest.fixture(scope="module")
+def renovate() -> tuple[Path, dict[str, str]]:
+    lock = load_lock()
+    node = node_binary(lock)
+    modules = ensure_node_tool(lock, "renovate")
+    env = dict(
+        os.environ,
+        PATH=f"{node.parent}{os.pathsep}{os.environ['PATH']}",
+        LOG_LEVEL="warn",
+        # Its optional native regex module is left out (it would be built for the machine's older Node).
+        RENOVATE_X_IGNORE_RE2="true",
+    )
+    return modules / ".bin", env
+
+
+def expected_deps(lock: ChartsLock) -> set[Dep]:
+    """Every version the lock pins, as Renovate must see it."""
+    deps: set[Dep] = {("go", lock.kubernetes.build.module, lock.kubernetes.version, ())}
+    image = lock.kubernetes.node_image
+    assert image is not None
+    deps.add(("docker", image.repository, image.tag, ()))
+    deps |= {("go", pin.build.module, pin.version, ()) for pin in lock.tools.values()}
+    for component in lock.components.values():
+        deps.add(("go", component.build.module, component.app_version, ()))
+        deps.add(("go", component.build.module, component.previous.app_version, ()))
+        reference = component.chart.reference
+        for version in (component.chart.version, component.previous.chart_version):
+            if reference.startswith("oci://"):
+                deps.add(("docker", reference.removeprefix("oci://"), version, ()))
+            else:
+                repository, _, name = reference.rpartition("/")
+                deps.add(("helm", name, version, (repository,)))
+        deps |= {("docker", i.repository, i.tag, ()) for i in component.images}
+        deps |= {
+            ("go", module, version, ())
+            for module, version in component.build.directory_replacements.items()
+            if "*" not in module and "{" not in version
+        }
+    deps |= {("docker", i.repository, i.tag, ()) for i in lock.test_images.values()}
+    deps |= {
+        ("npm", tool.package.replace("{arch}", "x64"), tool.version, ()) for tool in lock.node_tools.values()
+    }
+    return deps
+
+
+def extract(renovate: tuple[Path, dict[str, str]], config: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """Validate *config* and extract the repository's lock with it; the report's ``local`` repository."""
+    binaries, env = renovate
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(REPO / "charts-lock.yaml", repo / "charts-lock.yaml")
+    (repo / "renovate.json").write_text(json.dumps(config, indent=2))
+    env = dict(env, RENOVATE_BASE_DIR=str(tmp_path / "renovate-base"))
+    validated = subprocess.run(
+        [str(binaries / "renovate-config-validator"), "--strict"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    report = tmp_path / "report.json"
+    command = [str(binaries / "renovate"), "--platform=local", "--dry-run=extract", "--report-type=file"]
+    extracted = subprocess.run(
+        [*command, f"--report-path={report}"],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert extracted.returncode == 0, extracted.stdout + extracted.stderr
+    data = json.loads(report.read_text())
+    # Renovate exits 0 on an invalid repository config: the report's problems say so.
+    assert data.get("problems") == [], data.get("problems")
+    local: dict[str, Any] = data["repositories"]["local"]
+    assert local.get("problems") == [], local.get("problems")
+    return local
+
+
+def deps_of(local: dict[str, Any]) -> list[dict[str, Any]]:
+    files = local["packageFiles"].get("jsonata", [])
+    assert {f["packageFile"] for f in files} <= {"charts-lock.yaml"}
+    return [dep for f in files for dep in f["deps"]]
+
+
+def as_set(deps: list[dict[str, Any]]) -> set[Dep]:
+    return {
+        (
+            d["datasource"],
+            d.get("packageName") or d["depName"],
+            d["currentValue"],
+            tuple(d.get("registryUrls", ())),
+        )
+        for d in deps
+    }
+
+
+def test_renovate_extracts_every_pin_with_its_datasource_and_groups_each_component(
+    renovate: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    config = json.loads((REPO / "renovate.json").read_text())
+    deps = deps_of(extract(renovate, config, tmp_path))
+    lock = load_lock()
+    found, wanted = as_set(deps), expected_deps(lock)
+    assert found == wanted, f"missing: {sorted(wanted - found)}\nunexpected: {sorted(found - wanted)}"
+    # One update per component: its app version, chart and images carry the component's name as depType,
+    # which the packageRules group on.
+    for name, component in lock.components.items():
+        mine = {d.get("packageName") or d["depName"] for d in deps if d["depType"] == name}
+        chart = component.chart.reference.removeprefix("oci://")
+        assert component.build.module in mine, (name, mine)
+        assert {i.repository for i in component.images} <= mine, (name, mine)
+        assert chart in mine or component.chart.name in mine, (name, mine)
+    groups = {rule.get("groupName") for rule in config["packageRules"]}
+    assert set(lock.components) <= groups
+    assert config["postUpgradeTasks"]["commands"] == ["kbc lock refresh"]
+
+
+def test_a_query_left_out_shows_as_missing_pins(
+    renovate: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """The comparison above can fail: without the images query, the images are reported missing."""
+    config = json.loads((REPO / "renovate.json").read_text())
+    manager = config["customManagers"][0]
+    manager["matchStrings"] = [q for q in manager["matchStrings"] if ".images." not in q]
+    found = as_set(deps_of(extract(renovate, config, tmp_path)))
+    lock = load_lock()
+    missing = expected_deps(lock) - found
+    images = {("docker", i.repository, i.tag, ()) for c in lock.components.values() for i in c.images}
+    assert missing == images
