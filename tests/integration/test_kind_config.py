@@ -1,0 +1,111 @@
+"""The real pinned ``kind`` reads and validates every cluster config the kind provider writes.
+
+There is no Docker daemon on the machines this is developed on, so ``docker`` is a stand-in
+(the one thing kind needs that cannot run here): it answers ``docker info``, ``ps``, image
+``inspect`` and ``network`` as an empty daemon would, and refuses to ``exec`` in a container. Everything
+before that is kind's own code at the lock's version: decoding the config strictly,
+validating it, and planning one node container per configured node. So a config kind would
+reject fails here with kind's words, and the ``docker run`` calls kind makes show the nodes it
+understood the config to ask for.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbc import paths
+from kbc.errors import CommandError
+from kbc.lockfile import load_lock
+from kbc.nodepools import load_pools
+from kbc.providers.kind import KindProvider, kind_config
+
+STAND_IN_DOCKER = """#!/usr/bin/env python3
+import json, os, sys
+args = sys.argv[1:]
+with open(os.environ["STAND_IN_DOCKER_LOG"], "a") as log:
+    log.write(json.dumps(args) + "\\n")
+command = args[0] if args else ""
+if command in ("-v", "version"):
+    print("Docker version 0.0.0, build stand-in")
+elif command == "info":
+    print(json.dumps({"CgroupDriver": "systemd", "CgroupVersion": "2", "MemoryLimit": True, "PidsLimit": True,
+                      "CPUShares": True, "SecurityOptions": ["name=seccomp,profile=builtin"]}))
+elif command == "inspect":
+    print("[]")
+elif command == "run":
+    print("0" * 64)  # "started": kind creates every node before it looks inside one
+elif command in ("exec", "cp", "logs"):
+    sys.stderr.write("stand-in docker: no container runs on this machine\\n")
+    sys.exit(125)
+"""
+
+
+@pytest.fixture
+def docker_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    docker = bin_dir / "docker"
+    docker.write_text(STAND_IN_DOCKER)
+    docker.chmod(0o755)
+    log = tmp_path / "docker.log"
+    monkeypatch.setenv("STAND_IN_DOCKER_LOG", str(log))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("KBC_CACHE_DIR", str(paths.cache_dir()))  # the pinned kind stays where it was built
+    return log
+
+
+def docker_runs(log: Path) -> list[list[str]]:
+    return [args for args in map(json.loads, log.read_text().splitlines()) if args[:1] == ["run"]]
+
+
+def option(args: list[str], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+@pytest.mark.parametrize("api_port", [0, 46443], ids=["default", "fixed-api-port"])
+def test_kind_accepts_the_config_and_plans_a_node_per_pool_replica(docker_log: Path, api_port: int) -> None:
+    lock = load_lock()
+    provider = KindProvider(lock, out=io.StringIO())
+    name = "kbc-kindcheck"
+    with pytest.raises(CommandError) as failed:
+        provider.up(name, api_port=api_port)
+    # Past kind's decoding, validation and node creation: what stopped it is the stand-in's missing container.
+    assert "stand-in docker: no container runs on this machine" in str(failed.value), str(failed.value)
+    runs = docker_runs(docker_log)
+    workers = sum(pool.replicas for pool in load_pools(paths.manifests_dir() / "nodes"))
+    expected = {
+        f"{name}-control-plane",
+        f"{name}-worker",
+        *(f"{name}-worker{i}" for i in range(2, workers + 1)),
+    }
+    assert {option(run, "--name") for run in runs} == expected
+    image = lock.kubernetes.node_image
+    assert image is not None
+    assert {run[-1] for run in runs} == {image.ref}, "every node runs the lock's node image"
+    control_plane = next(run for run in runs if option(run, "--name").endswith("control-plane"))
+    if api_port:
+        assert f"--publish=127.0.0.1:{api_port}:6443/TCP" in control_plane, control_plane
+    assert not (paths.clusters_dir() / f"kind-{name}").exists(), "a failed create leaves nothing of kbc's"
+
+
+def test_a_config_kind_rejects_fails_with_kinds_words(
+    docker_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check above can fail: a node role kind does not know is reported by kind, before any container."""
+
+    def broken(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        config: dict[str, Any] = kind_config(*args, **kwargs)
+        config["nodes"][1]["role"] = "gpu-worker"
+        return config
+
+    monkeypatch.setattr("kbc.providers.kind.kind_config", broken)
+    with pytest.raises(CommandError) as failed:
+        KindProvider(load_lock(), out=io.StringIO()).up("kbc-kindcheck")
+    assert '"gpu-worker" is not a valid node role' in str(failed.value), str(failed.value)
+    assert docker_runs(docker_log) == []
