@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from kbc import apis
-from kbc.charts.helm import install_chart, pull_chart
+from kbc.charts.helm import install_chart, pull_chart, released_app_version
 from kbc.charts.source import resolve_chart
 from kbc.errors import DigestMismatchError
 from kbc.kube import connect
@@ -257,6 +257,9 @@ def test_a_pinned_chart_from_the_registry_is_installed_with_helm_and_its_objects
     (release,) = json.loads(listed.stdout)
     assert release["name"] == "jobset" and release["status"] == "deployed", release
     assert release["chart"] == f"{jobset.chart.name}-{jobset.chart.version}", release
+    # What the kind/existing upgrade reads to know what it upgrades from.
+    assert released_app_version(helm, bare_cluster, None, jobset) == jobset.app_version
+    assert released_app_version(helm, bare_cluster, None, lock.components["kueue"]) == ""
     with connect(bare_cluster) as kube:
         assert kube.find(apis.CUSTOM_RESOURCE_DEFINITION, "jobsets.jobset.x-k8s.io") is not None
         deployments = kube.list(DEPLOYMENT, namespace=jobset.namespace)
