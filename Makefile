@@ -17,11 +17,12 @@ UV_HOME  := $(CACHE)/uv-$(UV_VERSION)
 UV       := $(UV_HOME)/bin/uv
 RUN      := $(UV) run --frozen --no-sync
 
-.PHONY: help conformance test lint typecheck unit toolchain clean
+.PHONY: help conformance test report browser lint typecheck unit toolchain clean
 
 help:
 	@echo "make conformance   run the conformance suites (PROVIDER=$(PROVIDER)); report in allure-results/ and reports/"
 	@echo "make test          lint, type-check and run the harness's own tests"
+	@echo "make report        the Allure HTML report of allure-results/ in allure-report/"
 
 $(UV):
 	@echo "[make] installing uv $(UV_VERSION) into $(UV_HOME)"
@@ -45,8 +46,20 @@ typecheck: .venv/.synced
 
 # The harness's own tests, then every conformance suite on the same cluster, whose kwok nodes carry the
 # names kind gives its workers: a scenario that depends on node names fails here.
-test: lint typecheck toolchain
+test: lint typecheck toolchain browser
 	$(RUN) pytest tests suites --cluster-name kbc-selftest --node-naming kind $(PYTEST_ARGS)
+
+# Debian's headless chromium and its driver: the Allure report test opens the report in them.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+browser:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "[make] install chromium and chromedriver: the Allure report test opens the report in them"; exit 1; \
+	  fi; \
+	  echo "[make] installing chromium and chromium-driver from Debian"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
+	fi
 
 conformance: .venv/.synced
 	$(RUN) kbc toolchain
@@ -54,5 +67,9 @@ conformance: .venv/.synced
 	$(RUN) pytest suites --provider $(PROVIDER) --alluredir allure-results --clean-alluredir \
 		--junitxml reports/junit.xml --report-dir reports $(PYTEST_ARGS)
 
+# The Allure HTML report of allure-results/ in allure-report/, with the previous report's history.
+report: .venv/.synced
+	$(RUN) kbc report
+
 clean:
-	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache allure-results reports
+	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache allure-results allure-report reports
