@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 from kbc import paths
-from kbc.errors import CommandError
+from kbc.errors import ClusterError, ClusterNotFoundError, CommandError
 from kbc.lockfile import load_lock
 from kbc.nodepools import load_pools
-from kbc.providers.kind import KindProvider, kind_config
+from kbc.providers.kind import MARKER, KindProvider, kind_config
+from kbc.toolchain import Toolchain
 
 STAND_IN_DOCKER = """#!/usr/bin/env python3
 import json, os, sys
@@ -38,8 +39,28 @@ elif command == "info":
                       "CPUShares": True, "SecurityOptions": ["name=seccomp,profile=builtin"]}))
 elif command == "inspect":
     print("[]")
-elif command == "run":
-    print("0" * 64)  # "started": kind creates every node before it looks inside one
+elif command in ("ps", "run", "rm"):
+    # Containers of clusters that "exist": STAND_IN_CONTAINERS="cluster:node,..." plus what run made.
+    state = os.environ["STAND_IN_DOCKER_LOG"] + ".containers"
+    made = open(state).read().split() if os.path.exists(state) else []
+    listed = [c.split(":", 1) for c in os.environ.get("STAND_IN_CONTAINERS", "").split(",") + made if c]
+    if command == "run":
+        cluster = next(a.split("=", 1)[1] for a in args if a.startswith("io.x-k8s.kind.cluster="))
+        with open(state, "a") as fh:
+            fh.write(f"{cluster}:{args[args.index('--name') + 1]}\\n")
+        if os.environ.get("STAND_IN_RUN_FAILS"):
+            sys.stderr.write("stand-in docker: could not run a privileged container\\n")
+            sys.exit(125)
+        print("0" * 64)  # "started": kind creates every node before it looks inside one
+    elif command == "rm":
+        with open(state, "w") as fh:
+            fh.write("".join(f"{c}:{n}\\n" for c, n in listed if n not in args and f"{c}:{n}" in made))
+    else:
+        label = "label=io.x-k8s.kind.cluster="
+        wanted = next((a.removeprefix(label) for a in args if a.startswith(label)), None)
+        names = sorted({c for c, _ in listed}) if wanted is None else [n for c, n in listed if c == wanted]
+        if names:
+            print("\\n".join(names))
 elif command == "logs":
     print("[  OK  ] Reached target multi-user.target - Multi-User System.")  # what kind waits for
 elif command in ("exec", "cp"):
@@ -58,7 +79,10 @@ def docker_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     log = tmp_path / "docker.log"
     monkeypatch.setenv("STAND_IN_DOCKER_LOG", str(log))
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("KBC_CACHE_DIR", str(paths.cache_dir()))  # the pinned kind stays where it was built
+    # The real pinned kind, from where it was built; everything kbc records goes to a scratch cache.
+    kind = Toolchain(load_lock()).ensure(["kind"])["kind"]
+    monkeypatch.setenv("KBC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("kbc.toolchain.Toolchain.ensure", lambda self, names: {"kind": kind})
     return log
 
 
@@ -111,3 +135,42 @@ def test_a_config_kind_rejects_fails_with_kinds_words(
         KindProvider(load_lock(), out=io.StringIO()).up("kbc-kindcheck")
     assert '"gpu-worker" is not a valid node role' in str(failed.value), str(failed.value)
     assert docker_runs(docker_log) == []
+
+
+def docker_calls(log: Path) -> list[list[str]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_a_failed_create_is_deleted_with_kind_and_leaves_nothing_of_kbcs(
+    docker_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STAND_IN_RUN_FAILS", "1")
+    with pytest.raises(CommandError, match="could not run a privileged container") as failed:
+        KindProvider(load_lock(), out=io.StringIO()).up("kbc-kindcheck")
+    assert "Docker" in str(failed.value), "the error says what kind needs"
+    made = [run[run.index("--name") + 1] for run in docker_runs(docker_log)]
+    removed = {name for call in docker_calls(docker_log) if call[:1] == ["rm"] for name in call}
+    assert made and set(made) <= removed, f"kind made {made} and removed {sorted(removed)}"
+    assert Path(f"{docker_log}.containers").read_text().split() == [], "every container kind made is gone"
+    assert not (paths.clusters_dir() / "kind-kbc-kindcheck").exists()
+
+
+def test_kind_clusters_kbc_did_not_create_are_left_alone(
+    docker_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "STAND_IN_CONTAINERS", "someone-elses:someone-elses-control-plane,mine:mine-control-plane"
+    )
+    provider = KindProvider(load_lock(), out=io.StringIO())
+    with pytest.raises(ClusterError, match="was not created by kbc; it is left alone"):
+        provider.up("someone-elses")
+    with pytest.raises(ClusterNotFoundError, match="kbc deletes only its own"):
+        provider.down("someone-elses")
+    assert provider.get("someone-elses") is None
+    assert not [c for c in docker_calls(docker_log) if c[:1] in (["run"], ["rm"])]
+    (paths.clusters_dir() / "kind-mine").mkdir(parents=True)
+    (paths.clusters_dir() / "kind-mine" / MARKER).write_text("mine\n")
+    provider.down("mine")
+    removed = [c for c in docker_calls(docker_log) if c[:1] == ["rm"]]
+    assert len(removed) == 1 and "mine-control-plane" in removed[0], docker_calls(docker_log)
+    assert "someone-elses-control-plane" not in removed[0]

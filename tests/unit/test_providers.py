@@ -1,4 +1,8 @@
-"""Provider selection, the existing provider's opt-in guard, and the kind provider with stand-in CLIs."""
+"""Provider selection, the existing provider's opt-in guard, and the kind provider without a cluster.
+
+The kind provider with the real pinned kind (and a stand-in docker) is in
+tests/integration/test_kind_config.py.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,6 @@ import yaml
 
 from kbc import apis, paths
 from kbc.errors import (
-    ClusterNotFoundError,
-    CommandError,
     ContextNotAllowedError,
     ProviderNotAvailableError,
     ToolMissingError,
@@ -23,7 +25,7 @@ from kbc.lockfile import load_lock
 from kbc.nodepools import POOL_LABEL, load_pools
 from kbc.providers import ProviderOptions, get_provider, resolve_provider_name
 from kbc.providers.existing import ExistingProvider
-from kbc.providers.kind import MARKER, KindProvider, advertise_pools, kind_config
+from kbc.providers.kind import KindProvider, advertise_pools, kind_config
 
 STAND_IN = """#!/usr/bin/env python3
 # Stand-in for {name}: records its arguments and answers like the real CLI for what kbc asks.
@@ -173,34 +175,3 @@ def test_kind_without_docker_says_how_to_get_it(stand_ins: Path) -> None:
     (stand_ins / "bin" / "docker").unlink()
     with pytest.raises(ToolMissingError, match=r"docker was not found.*--provider local"):
         KindProvider(load_lock(), out=io.StringIO()).up("k")
-
-
-def test_kind_failure_removes_what_it_made(stand_ins: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("STAND_IN_CREATE_FAILS", "1")
-    with pytest.raises(CommandError, match="could not run privileged container") as info:
-        KindProvider(load_lock(), out=io.StringIO()).up("k")
-    assert "Docker" in str(info.value)
-    made = calls(stand_ins)
-    create = next(c for c in made if c[1:3] == ["create", "cluster"])
-    lock = load_lock()
-    assert lock.kubernetes.node_image is not None
-    assert create[create.index("--image") + 1] == lock.kubernetes.node_image.ref
-    assert next(c for c in made if c[1] == "delete")[:5] == ["kind", "delete", "cluster", "--name", "k"]
-    assert not (paths.clusters_dir() / "kind-k").exists()
-
-
-def test_kind_leaves_clusters_it_did_not_create_alone(
-    stand_ins: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("STAND_IN_CLUSTERS", "someone-elses")
-    provider = KindProvider(load_lock(), out=io.StringIO())
-    with pytest.raises(Exception, match="was not created by kbc; it is left alone"):
-        provider.up("someone-elses")
-    with pytest.raises(ClusterNotFoundError, match="kbc deletes only its own"):
-        provider.down("someone-elses")
-    assert provider.get("someone-elses") is None
-    assert not [c for c in calls(stand_ins) if c[1] in ("create", "delete")]
-    (paths.clusters_dir() / "kind-mine").mkdir(parents=True)
-    (paths.clusters_dir() / "kind-mine" / MARKER).write_text("mine\n")
-    provider.down("mine")
-    assert calls(stand_ins)[-1][:5] == ["kind", "delete", "cluster", "--name", "mine"]
