@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kbc import apis
 from kbc.charts.helm import install_chart, pull_chart, released_app_version
 from kbc.charts.source import resolve_chart
-from kbc.errors import DigestMismatchError
+from kbc.errors import ChartError, DigestMismatchError
 from kbc.kube import connect
 from kbc.lockfile import ChartsLock, Component, default_lock_path, digest_fields, load_lock
 from kbc.oci import mirrored, parse_mirrors
@@ -247,7 +248,17 @@ def test_a_pinned_chart_from_the_registry_is_installed_with_helm_and_its_objects
         assert kube.find(apis.CUSTOM_RESOURCE_DEFINITION, "jobsets.jobset.x-k8s.io") is None
     pinned = with_chart_digest(jobset, upstreams.expected["components.jobset.chart.digest"])
     pulled = pull_chart(helm, pinned, tmp_path / "ok", mirrors=mirrors)
-    install_chart(helm, bare_cluster, None, pinned, pulled.archive, [], timeout_s=180)
+    # Values files layer in order, the last one winning, as --values does.
+    first, second = tmp_path / "first.yaml", tmp_path / "second.yaml"
+    first.write_text("kbcLayer: first\nkbcOnlyFirst: kept\n")
+    second.write_text("kbcLayer: second\n")
+    unreachable = tmp_path / "unreachable-kubeconfig"
+    config = yaml.safe_load(bare_cluster.read_text())
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"  # nothing listens on discard
+    unreachable.write_text(yaml.safe_dump(config))
+    with pytest.raises(ChartError, match=r"jobset: helm upgrade --install failed: .*Error"):
+        install_chart(helm, unreachable, None, pinned, pulled.archive, [], timeout_s=10)
+    install_chart(helm, bare_cluster, None, pinned, pulled.archive, [first, second], timeout_s=180)
     listed = subprocess.run(
         [str(helm), "list", "--namespace", jobset.namespace, "--kubeconfig", str(bare_cluster), "-o", "json"],
         capture_output=True,
@@ -257,6 +268,24 @@ def test_a_pinned_chart_from_the_registry_is_installed_with_helm_and_its_objects
     (release,) = json.loads(listed.stdout)
     assert release["name"] == "jobset" and release["status"] == "deployed", release
     assert release["chart"] == f"{jobset.chart.name}-{jobset.chart.version}", release
+    supplied = subprocess.run(
+        [
+            str(helm),
+            "get",
+            "values",
+            "jobset",
+            "-n",
+            jobset.namespace,
+            "--kubeconfig",
+            str(bare_cluster),
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(supplied.stdout) == {"kbcLayer": "second", "kbcOnlyFirst": "kept"}
     # What the kind/existing upgrade reads to know what it upgrades from.
     assert released_app_version(helm, bare_cluster, None, jobset) == jobset.app_version
     assert released_app_version(helm, bare_cluster, None, lock.components["kueue"]) == ""
