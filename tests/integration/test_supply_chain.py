@@ -145,6 +145,10 @@ def test_refresh_writes_the_digests_the_registries_serve_and_check_agrees(
     assert refreshed.returncode == 0, refreshed.stdout + refreshed.stderr
     written = {f.path: f.value for f in digest_fields(lock_copy.read_text())}
     assert written == upstreams.expected
+    cuda = upstreams.expected["testImages.cuda.digest"]
+    cuda_image = before.test_images["cuda"].repository
+    assert f"wrote   testImages.cuda.digest ({cuda_image} " in refreshed.stdout, refreshed.stdout
+    assert f"(none) → {cuda}" in refreshed.stdout, refreshed.stdout
     assert versions(load_lock(lock_copy)) == versions(before), "no version may change"
     checked = kbc("--lock", str(lock_copy), "lock", "check", *mirror_args(upstreams))
     assert checked.returncode == 0, checked.stdout + checked.stderr
