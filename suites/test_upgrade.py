@@ -27,7 +27,6 @@ import allure
 import pytest
 
 from kbc import apis
-from kbc.events import wait_events
 from kbc.jobs import wait_pods_running
 from kbc.kube import Kube, Obj
 from kbc.kueue import (
@@ -59,10 +58,10 @@ from kbc.volcano import (
     PENDING,
     QUOTA_INSUFFICIENT,
     RUNNING,
-    UNSCHEDULABLE,
     VolcanoQueueFactory,
     create_vcjob,
     phase,
+    wait_pending_because,
     wait_podgroup,
     wait_podgroup_of,
 )
@@ -113,25 +112,7 @@ def make_volcano_state(kube: Kube, namespace: str, make_queue: VolcanoQueueFacto
             return f"PodGroup {waiting_group} went {phase(podgroup)} past a Queue whose {GPU} cap is in use"
         return None
 
-    wait_podgroup(
-        kube,
-        waiting_group,
-        namespace,
-        until=lambda pg: phase(pg) == PENDING,
-        fail=went_on,
-        what=f"PodGroup {waiting_group} Pending",
-    )
-    # Pending on the cap, as vc-scheduler says, not merely not yet looked at.
-    wait_events(
-        kube,
-        namespace,
-        reason=UNSCHEDULABLE,
-        kind="PodGroup",
-        name=waiting_group,
-        until=lambda events: any(QUOTA_INSUFFICIENT in (e.get("message") or "") for e in events),
-        fail=lambda _: went_on(kube.get(apis.PODGROUP, waiting_group, namespace)),
-        what=f"the {UNSCHEDULABLE} event {QUOTA_INSUFFICIENT!r} on PodGroup {waiting_group}",
-    )
+    wait_pending_because(kube, waiting_group, namespace, message=QUOTA_INSUFFICIENT, fail=went_on)
     return queue, running_group, waiting_group
 
 

@@ -52,6 +52,7 @@ from kbc.volcano import (
     describe_podgroup,
     phase,
     set_capability,
+    wait_pending_because,
     wait_podgroup,
     wait_podgroup_of,
     wait_vcjob_phase,
@@ -289,25 +290,8 @@ def test_queue_capability_zero_holds_the_job_until_raised(
         return None
 
     with allure.step("proportion refuses to enqueue it: queue resource quota insufficient"):
-        wait_podgroup(
-            kube,
-            pg_name,
-            namespace,
-            until=lambda pg: phase(pg) == PENDING,
-            fail=admitted,
-            what=f"PodGroup {pg_name} to be Pending",
-        )
         expected = f"{QUOTA_INSUFFICIENT}: insufficient {GPU}"
-        wait_events(
-            kube,
-            namespace,
-            reason=UNSCHEDULABLE,
-            kind="PodGroup",
-            name=pg_name,
-            until=lambda es: any(expected in (e.get("message") or "") for e in es),
-            fail=lambda _: admitted(kube.get(apis.PODGROUP, pg_name, namespace)),
-            what=f"the {UNSCHEDULABLE} event {expected!r} on PodGroup {pg_name}",
-        )
+        wait_pending_because(kube, pg_name, namespace, message=expected, fail=admitted)
     with allure.step("for the consistency window: zero pods, and the PodGroup stays Pending (never Inqueue)"):
         hold_list(
             kube,
