@@ -141,20 +141,30 @@ def running_registry(lock: ChartsLock, directory: Path) -> Iterator[Registry]:
 
 
 @contextmanager
-def chart_repository(directory: Path, helm: Path) -> Iterator[str]:
-    """``helm repo index`` of *directory* (its ``*.tgz`` charts), served over HTTP; yields the URL."""
-    port = free_port()
+def serving(directory: Path, log: Path, ready: str = "index.html", port: int = 0) -> Iterator[str]:
+    """*directory* served over HTTP on 127.0.0.1 by Python's server (on *port*, else a free one) until the
+    block ends, once *ready* answers; yields the URL."""
+    port = port or free_port()
     url = f"http://{HOST}:{port}"
-    subprocess.run(
-        [str(helm), "repo", "index", str(directory), "--url", url], check=True, capture_output=True
-    )
-    log = directory.parent / "chart-repository.log"
     command = [sys.executable, "-m", "http.server", str(port), "--bind", HOST, "--directory", str(directory)]
     process = spawn_detached(command, log)
     ref = ProcessRef.of(process.pid)
     try:
-        _wait_serving(f"{url}/index.yaml", log)
+        _wait_serving(f"{url}/{ready}", log)
         yield url
     finally:
         ref.terminate(grace=5)
         process.wait()
+
+
+@contextmanager
+def chart_repository(directory: Path, helm: Path) -> Iterator[str]:
+    """``helm repo index`` of *directory* (its ``*.tgz`` charts), served over HTTP; yields the URL."""
+    port = free_port()
+    subprocess.run(
+        [str(helm), "repo", "index", str(directory), "--url", f"http://{HOST}:{port}"],
+        check=True,
+        capture_output=True,
+    )
+    with serving(directory, directory.parent / "chart-repository.log", "index.yaml", port) as url:
+        yield url

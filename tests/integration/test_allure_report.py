@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,15 +20,13 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 from kbc.lockfile import load_lock
-from kbc.net import HOST, free_port, http_ok
-from kbc.polling import poll
-from kbc.process import ProcessRef, spawn_detached
 from kbc.providers import Cluster
+from tests.integration.commands import REPO, kbc
+from tests.integration.registries import serving
 from tests.integration.suite_runner import run_scenario
 
 pytestmark = pytest.mark.cluster
 
-REPO = Path(__file__).resolve().parents[2]
 FAILING = "suites/test_gang.py::test_two_job_gangs_one_runs_whole_the_other_waits_whole"
 PASSING = "suites/test_gpu_quota.py::test_gpu_request_without_a_matching_limit_is_invalid"
 CHROMIUM_HINT = (
@@ -52,15 +48,6 @@ def browser() -> Iterator[WebDriver]:
         yield browser
     finally:
         browser.quit()
-
-
-def serve(directory: Path, log: Path) -> tuple[str, ProcessRef]:
-    port = free_port()
-    command = [sys.executable, "-m", "http.server", str(port), "--bind", HOST, "--directory", str(directory)]
-    process = spawn_detached(command, log)
-    url = f"http://{HOST}:{port}"
-    poll(lambda: http_ok(f"{url}/index.html") or None, timeout=30, step=0.2)
-    return url, ProcessRef.of(process.pid)
 
 
 def shown(browser: WebDriver, url: str, *texts: str) -> str:
@@ -94,20 +81,13 @@ def test_the_report_shows_suites_a_failure_with_its_evidence_and_every_pin(
     passing = run_scenario(cluster, PASSING, sabotage=None, extra=["--alluredir", str(results)])
     assert passing.outcomes["passed"] == 1, passing.explain()
     for _ in range(2):  # the second report carries the first one's history
-        made = subprocess.run(
-            [sys.executable, "-m", "kbc.cli", "report", "--results", str(results), "--output", str(output)],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
+        made = kbc("report", "--results", str(results), "--output", str(output))
         assert made.returncode == 0, made.stderr
     assert "with the previous report's history" in made.stderr, made.stderr
     trend = json.loads((output / "widgets" / "history-trend.json").read_text())
     assert len(trend) == 2, trend
 
-    url, server = serve(output, tmp_path / "http.log")
-    try:
+    with serving(output, tmp_path / "http.log") as url:
         shown(browser, f"{url}/index.html#behaviors", "Kueue", "Kubernetes")
         # The tree opens epic by epic, then feature by feature, down to the stories.
         for epic, feature, story in (
@@ -149,5 +129,3 @@ def test_the_report_shows_suites_a_failure_with_its_evidence_and_every_pin(
         overview = str(browser.find_element(By.TAG_NAME, "body").text)
         for key, value in load_lock().environment().items():
             assert key in overview and value in overview, f"the environment does not show {key}={value}"
-    finally:
-        server.terminate(grace=5)

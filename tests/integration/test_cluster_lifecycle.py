@@ -24,10 +24,10 @@ from kbc.lockfile import load_lock
 from kbc.net import port_is_free
 from kbc.process import ProcessRef
 from kbc.providers.local import LocalProvider
+from tests.integration.commands import kbc
 
 pytestmark = pytest.mark.cluster
 
-KBC = [sys.executable, "-m", "kbc.cli"]
 # kbc as a user types it at a terminal. A shell that starts a job in the background makes it
 # ignore SIGINT and children inherit that (so under CI Ctrl-C would be a no-op); Ctrl-C reaches an
 # interactive process, whose Python turns SIGINT into KeyboardInterrupt.
@@ -37,11 +37,6 @@ KBC_AS_TYPED = [
     "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
     "signal.signal(signal.SIGTERM, signal.SIG_DFL); from kbc.cli import main; sys.exit(main(sys.argv[1:]))",
 ]
-
-
-def kbc(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
-    """Run the kbc CLI; the caller checks the exit code."""
-    return subprocess.run([*KBC, *args], check=False, capture_output=True, text=True, timeout=timeout)
 
 
 def unique_name(prefix: str) -> str:

@@ -66,6 +66,14 @@ def expected_deps(lock: ChartsLock) -> set[Dep]:
     return deps
 
 
+def run(repo: Path, env: dict[str, str], *command: str, timeout: float) -> None:
+    """Run a Renovate command in *repo*; it must exit 0 within *timeout* seconds."""
+    done = subprocess.run(
+        command, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def extract(renovate: tuple[Path, dict[str, str]], config: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     """Validate *config* and extract the repository's lock with it; the report's ``local`` repository."""
     binaries, env = renovate
@@ -74,28 +82,18 @@ def extract(renovate: tuple[Path, dict[str, str]], config: dict[str, Any], tmp_p
     shutil.copy(REPO / "charts-lock.yaml", repo / "charts-lock.yaml")
     (repo / "renovate.json").write_text(json.dumps(config, indent=2))
     env = dict(env, RENOVATE_BASE_DIR=str(tmp_path / "renovate-base"))
-    validated = subprocess.run(
-        [str(binaries / "renovate-config-validator"), "--strict"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert validated.returncode == 0, validated.stdout + validated.stderr
+    run(repo, env, str(binaries / "renovate-config-validator"), "--strict", timeout=120)
     report = tmp_path / "report.json"
-    command = [str(binaries / "renovate"), "--platform=local", "--dry-run=extract", "--report-type=file"]
-    extracted = subprocess.run(
-        [*command, f"--report-path={report}"],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
+    run(
+        repo,
+        env,
+        str(binaries / "renovate"),
+        "--platform=local",
+        "--dry-run=extract",
+        "--report-type=file",
+        f"--report-path={report}",
         timeout=300,
-        check=False,
     )
-    assert extracted.returncode == 0, extracted.stdout + extracted.stderr
     data = json.loads(report.read_text())
     # Renovate exits 0 on an invalid repository config: the report's problems say so.
     assert data.get("problems") == [], data.get("problems")

@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +34,7 @@ from kbc.lockfile import ChartsLock, Component, default_lock_path, digest_fields
 from kbc.oci import mirrored, parse_mirrors
 from kbc.providers import LocalProvider
 from kbc.toolchain import Toolchain
+from tests.integration.commands import kbc
 from tests.integration.registries import Registry, chart_repository, running_registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -51,12 +51,6 @@ class Upstreams:
     """Digest field path → what the mirror serves for it."""
     registry: Registry
     registry_mirrors: dict[str, str]
-
-
-def kbc(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kbc.cli", *args], cwd=REPO, capture_output=True, text=True, check=False
-    )
 
 
 def package(lock: ChartsLock, name: str, helm: Path, into: Path) -> Path:

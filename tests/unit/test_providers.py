@@ -7,7 +7,6 @@ tests/integration/test_kind_config.py.
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,42 +25,6 @@ from kbc.nodepools import POOL_LABEL, load_pools
 from kbc.providers import ProviderOptions, get_provider, resolve_provider_name
 from kbc.providers.existing import ExistingProvider
 from kbc.providers.kind import KindProvider, advertise_pools, kind_config
-
-STAND_IN = """#!/usr/bin/env python3
-# Stand-in for {name}: records its arguments and answers like the real CLI for what kbc asks.
-import json, os, sys
-args = sys.argv[1:]
-with open(os.environ["STAND_IN_LOG"], "a") as log:
-    log.write(json.dumps(["{name}", *args]) + "\\n")
-clusters = os.environ.get("STAND_IN_CLUSTERS", "")
-if args[:2] == ["get", "clusters"]:
-    print("\\n".join(c for c in clusters.split(",") if c))
-elif args[:2] == ["create", "cluster"] and os.environ.get("STAND_IN_CREATE_FAILS"):
-    sys.stderr.write("ERROR: failed to create cluster: could not run privileged container\\n")
-    sys.exit(1)
-"""
-
-
-@pytest.fixture
-def stand_ins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """``kind`` and ``docker`` stand-ins first on PATH, a scratch cache, and a pre-built kind."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name in ("kind", "docker"):
-        path = bin_dir / name
-        path.write_text(STAND_IN.replace("{name}", name))
-        path.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{Path('/usr/bin')}:{Path('/bin')}")
-    monkeypatch.setenv("STAND_IN_LOG", str(tmp_path / "calls.log"))
-    monkeypatch.setenv("KBC_CACHE_DIR", str(tmp_path / "cache"))
-    # The toolchain would build kind; hand it the stand-in as the pinned binary instead.
-    monkeypatch.setattr("kbc.toolchain.Toolchain.ensure", lambda self, names: {"kind": bin_dir / "kind"})
-    return tmp_path
-
-
-def calls(tmp_path: Path) -> list[list[str]]:
-    log = tmp_path / "calls.log"
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
 def test_auto_is_local_without_a_privileged_docker(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,7 +134,7 @@ def test_kind_workers_get_the_pool_taints_and_advertised_gpus() -> None:
     assert not [p for p in kube.patches if p[1] == "kbc-worker"], "CPU workers keep what kubelet reports"
 
 
-def test_kind_without_docker_says_how_to_get_it(stand_ins: Path) -> None:
-    (stand_ins / "bin" / "docker").unlink()
+def test_kind_without_docker_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no docker on it
     with pytest.raises(ToolMissingError, match=r"docker was not found.*--provider local"):
         KindProvider(load_lock(), out=io.StringIO()).up("k")
