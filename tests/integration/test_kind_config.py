@@ -11,6 +11,7 @@ understood the config to ask for.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -23,6 +24,7 @@ from kbc import paths
 from kbc.errors import ClusterError, ClusterNotFoundError, CommandError
 from kbc.lockfile import load_lock
 from kbc.nodepools import load_pools
+from kbc.oci import parse_mirrors
 from kbc.providers.kind import MARKER, KindProvider, kind_config
 from kbc.toolchain import Toolchain
 
@@ -113,11 +115,34 @@ def test_kind_accepts_the_config_and_plans_a_node_per_pool_replica(docker_log: P
     assert {option(run, "--name") for run in runs} == expected
     image = lock.kubernetes.node_image
     assert image is not None
-    assert {run[-1] for run in runs} == {image.ref}, "every node runs the lock's node image"
+    assert {run[-1] for run in runs} == {f"{image.repository}:{image.tag}"}, (
+        "every node runs the lock's node image"
+    )
     control_plane = next(run for run in runs if option(run, "--name").endswith("control-plane"))
     if api_port:
         assert f"--publish=127.0.0.1:{api_port}:6443/TCP" in control_plane, control_plane
     assert not (paths.clusters_dir() / f"kind-{name}").exists(), "a failed create leaves nothing of kbc's"
+
+
+def test_the_node_image_comes_through_the_mirror_by_tag_and_digest(docker_log: Path) -> None:
+    """``--mirror docker.io=…`` makes kind pull its node image from the mirror; a refreshed digest rides on
+    the tag, so what runs is what the lock pins."""
+    lock = load_lock()
+    image = lock.kubernetes.node_image
+    assert image is not None and image.repository.startswith("docker.io/")
+    digest = "sha256:" + "ab" * 32
+    pinned = dataclasses.replace(
+        lock,
+        kubernetes=dataclasses.replace(lock.kubernetes, node_image=dataclasses.replace(image, digest=digest)),
+    )
+    provider = KindProvider(
+        pinned, mirrors=parse_mirrors(["docker.io=127.0.0.1:5000/hub"]), out=io.StringIO()
+    )
+    with pytest.raises(CommandError):
+        provider.up("kbc-kindmirror")
+    wanted = f"127.0.0.1:5000/hub/{image.repository.removeprefix('docker.io/')}:{image.tag}@{digest}"
+    runs = docker_runs(docker_log)
+    assert runs and {run[-1] for run in runs} == {wanted}, runs
 
 
 def test_a_config_kind_rejects_fails_with_kinds_words(

@@ -27,6 +27,7 @@ import yaml
 
 from kbc import apis
 from kbc.charts.helm import install_chart, pull_chart, released_app_version
+from kbc.charts.images import pinned_images_file
 from kbc.charts.source import resolve_chart
 from kbc.errors import ChartError, DigestMismatchError
 from kbc.kube import connect
@@ -256,7 +257,16 @@ def test_a_pinned_chart_from_the_registry_is_installed_with_helm_and_its_objects
     unreachable.write_text(yaml.safe_dump(config))
     with pytest.raises(ChartError, match=r"jobset: helm upgrade --install failed: .*Error"):
         install_chart(helm, unreachable, None, pinned, pulled.archive, [], timeout_s=10)
-    install_chart(helm, bare_cluster, None, pinned, pulled.archive, [first, second], timeout_s=180)
+    # The lock's image, refreshed and mirrored, as the provider layers it between harness and user values.
+    image = pinned.images[0]
+    pinned = dataclasses.replace(
+        pinned,
+        images=(dataclasses.replace(image, digest=upstreams.expected["components.jobset.images[0].digest"]),),
+    )
+    images_file, images = pinned_images_file(pinned, mirrors, tmp_path / "images")
+    install_chart(
+        helm, bare_cluster, None, pinned, pulled.archive, [images_file, first, second], timeout_s=180
+    )
     listed = subprocess.run(
         [str(helm), "list", "--namespace", jobset.namespace, "--kubeconfig", str(bare_cluster), "-o", "json"],
         capture_output=True,
@@ -283,7 +293,7 @@ def test_a_pinned_chart_from_the_registry_is_installed_with_helm_and_its_objects
         text=True,
         check=True,
     )
-    assert json.loads(supplied.stdout) == {"kbcLayer": "second", "kbcOnlyFirst": "kept"}
+    assert json.loads(supplied.stdout) == {"kbcLayer": "second", "kbcOnlyFirst": "kept", **images.values}
     # What the kind/existing upgrade reads to know what it upgrades from.
     assert released_app_version(helm, bare_cluster, None, jobset) == jobset.app_version
     assert released_app_version(helm, bare_cluster, None, lock.components["kueue"]) == ""
@@ -291,10 +301,13 @@ def test_a_pinned_chart_from_the_registry_is_installed_with_helm_and_its_objects
         assert kube.find(apis.CUSTOM_RESOURCE_DEFINITION, "jobsets.jobset.x-k8s.io") is not None
         deployments = kube.list(DEPLOYMENT, namespace=jobset.namespace)
         assert deployments, f"helm applied no Deployment in {jobset.namespace}"
-        # Helm's own label on what it applied. (The image is the module chart's own, unstamped value, a
-        # staging ":main" tag at this release; the published chart names the release image.)
         managed = {d["metadata"].get("labels", {}).get("app.kubernetes.io/managed-by") for d in deployments}
         assert managed == {"Helm"}, managed
+        # The node would pull the lock's image from the mirror, by digest (the module chart alone names a
+        # staging ":main" image).
+        ran = {c["image"] for d in deployments for c in d["spec"]["template"]["spec"]["containers"]}
+        digest = pinned.images[0].digest
+        assert ran == {f"{upstreams.registry.host}/k8s/jobset/jobset:{image.tag}@{digest}"}, ran
         webhooks = [
             w["metadata"]["name"]
             for kind in (apis.MUTATING_WEBHOOK_CONFIGURATION, apis.VALIDATING_WEBHOOK_CONFIGURATION)
