@@ -109,6 +109,12 @@ _DELETE = object()
         ("testImages.cuda.repository", "", "is empty"),
         ("testImages.cuda.digest", "sha256:abc", "empty or sha256"),
         ("testImages.cuda.image", "docker.io/nvidia/cuda", "unknown field"),
+        ("tools.runc.build.cgo", "yes", "expected true or false"),
+        ("tools.runc.build.tags", "seccomp", "expected a list of Go build tags"),
+        ("tools.runc.build.needs", {"seccomp.h": ""}, "expected `<header>.h: <Debian package>`"),
+        ("tools.containerd.build.binaries.ctr", {"package": "cmd/ctr", "tags": ["a b"]}, "Go build tags"),
+        ("kubernetes.nodeBinaries.binaries", {}, "names no binary"),
+        ("kubernetes.nodeBinaries.optional", _DELETE, "is missing"),
     ],
 )
 def test_bad_field_is_named(
@@ -122,6 +128,8 @@ def test_bad_field_is_named(
     expected_field = {
         "does not match appVersion": "components.kueue.chart.version",
         "unknown placeholder": "kubernetes.build.ldflags[0]",
+        "Go build tags": "tools.containerd.build.binaries.ctr.tags",
+        "expected `<header>.h: <Debian package>`": "tools.runc.build.needs.seccomp.h",
     }.get(message, field)
     assert err.field == expected_field, str(err)
     assert str(path) in str(err)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -17,9 +18,9 @@ import pytest
 from filelock import FileLock
 
 from kbc import paths
-from kbc.errors import ToolMissingError
+from kbc.errors import BuildPrerequisiteError, ToolMissingError, UnknownBinaryError
 from kbc.lockfile import BinarySpec, GoBuild, load_lock
-from kbc.toolchain import STAMP, Toolchain
+from kbc.toolchain import STAMP, Toolchain, check_cgo
 from kbc.toolchain._gomod import GoMod, Replace, generated_main, parse_gomod, wrapper_gomod
 
 GO = shutil.which("go")
@@ -132,7 +133,7 @@ def test_a_changed_recipe_is_not_fresh(cache: Path) -> None:
 
 
 def test_unknown_binary_name_lists_the_known_ones() -> None:
-    with pytest.raises(KeyError, match=r"known: .*kube-apiserver"):
+    with pytest.raises(UnknownBinaryError, match=r"known: .*kube-apiserver"):
         Toolchain(load_lock(), out=io.StringIO()).ensure(["kubectl"])
 
 
@@ -190,3 +191,31 @@ def test_optional_tools_are_built_only_when_named(cache: Path, monkeypatch: pyte
     assert owners == set(toolchain.builds) - optional
     with pytest.raises(ToolMissingError):
         toolchain.ensure([next(s.name for s in toolchain.builds[sorted(optional)[0]].binaries)])
+
+
+def test_a_cgo_build_whose_c_header_is_missing_names_the_package_to_install() -> None:
+    build = GoBuild(
+        "example.com/needs-c",
+        "v1.0.0",
+        (BinarySpec("x", "."),),
+        cgo=True,
+        needs={"kbc-no-such-header.h": "libkbc-dev"},
+    )
+    with pytest.raises(BuildPrerequisiteError, match=r"<kbc-no-such-header.h>.*apt-get install libkbc-dev"):
+        check_cgo(build, {})
+    with pytest.raises(BuildPrerequisiteError, match=r"C compiler 'kbc-no-such-cc'.*apt-get install gcc"):
+        check_cgo(build, {"CC": "kbc-no-such-cc"})
+    check_cgo(dataclasses.replace(build, needs={"stdio.h": "libc6-dev"}), {})
+
+
+def test_default_recipe_fields_keep_the_fingerprint_of_binaries_already_built() -> None:
+    toolchain = Toolchain(load_lock())
+    plain = GoBuild("example.com/m", "v1.0.0", (BinarySpec("x", "."),))
+    assert toolchain._fingerprint(plain) == toolchain._fingerprint(
+        dataclasses.replace(plain, tags=(), cgo=False)
+    )
+    assert toolchain._fingerprint(plain) != toolchain._fingerprint(
+        dataclasses.replace(plain, tags=("seccomp",))
+    )
+    tagged = dataclasses.replace(plain, binaries=(BinarySpec("x", ".", tags=("no_grpc",)),))
+    assert toolchain._fingerprint(plain) != toolchain._fingerprint(tagged)
