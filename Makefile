@@ -17,7 +17,7 @@ UV_HOME  := $(CACHE)/uv-$(UV_VERSION)
 UV       := $(UV_HOME)/bin/uv
 RUN      := $(UV) run --frozen --no-sync
 
-.PHONY: help conformance test report browser lint typecheck unit toolchain clean
+.PHONY: node-deps help conformance test report browser lint typecheck unit toolchain clean
 
 help:
 	@echo "make conformance   run the conformance suites (PROVIDER=$(PROVIDER)); report in allure-results/ and reports/"
@@ -45,9 +45,23 @@ typecheck: .venv/.synced
 	$(RUN) mypy
 
 # The harness's own tests, then every conformance suite on the same cluster, whose kwok nodes carry the
-# names kind gives its workers: a scenario that depends on node names fails here.
-test: lint typecheck toolchain browser
-	$(RUN) pytest tests suites --cluster-name kbc-selftest --node-naming kind $(PYTEST_ARGS)
+# names kind gives its workers: a scenario that depends on node names fails here. The cluster also has
+# one real node (kubelet + containerd on this host), where the real-node suite's pods really run.
+test: lint typecheck toolchain browser node-deps
+	$(RUN) pytest tests suites --cluster-name kbc-selftest --node-naming kind --real-nodes 1 $(PYTEST_ARGS)
+
+# What building and running a real node (--real-nodes) needs from Debian: libseccomp's headers for runc
+# (cgo), a static busybox for the toolbox image, iproute2 for the pod bridge.
+node-deps:
+	@if [ ! -f /usr/include/seccomp.h ] || [ ! -x /bin/busybox ] || ! command -v ip >/dev/null; then \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "[make] install libseccomp's headers, a static busybox and iproute2: real nodes need them"; exit 1; \
+	  fi; \
+	  echo "[make] installing libseccomp-dev, busybox-static and iproute2 from Debian"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+	    libseccomp-dev busybox-static iproute2; \
+	fi
 
 # Debian's headless chromium and its driver: the Allure report test opens the report in them.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)

@@ -20,7 +20,7 @@ from kbc.jobs import job_pods, wait_job_complete
 from kbc.kube import Kube, Obj, condition
 from kbc.kueue import QueueFactory, Queues, wait_admitted, wait_finished, wait_workload_of
 from kbc.lockfile import ChartsLock
-from kbc.nodepools import GPU, HOSTNAME_LABEL
+from kbc.nodepools import GPU, HOSTNAME_LABEL, REAL_NODE_LABEL
 from kbc.workloads import job
 
 pytestmark = [pytest.mark.nvidia_gpu, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("nvidia_gpu")]
@@ -49,6 +49,8 @@ def smoke_job(name: str, queue: str, image: str, nodes: list[str]) -> Obj:
     manifest = job(name, gpus=1, cpu="100m", queue=queue)
     spec = manifest["spec"]["template"]["spec"]
     spec["containers"][0].update(name="cuda", image=image, command=["nvidia-smi", "-L"])
+    # A real node of the local provider keeps other suites' pods off with a taint; this pod belongs there.
+    spec["tolerations"] = [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
     # Only the real GPU nodes: a cluster may also have fake GPU nodes, where nvidia-smi cannot run.
     spec["affinity"] = {
         "nodeAffinity": {

@@ -1,0 +1,296 @@
+"""Real nodes of the local provider: a kubelet and containerd on this host join, run pods, and go.
+
+No stand-in: the pinned kubelet, containerd, runc and CNI plugins, built from the module proxy.
+Each test checks, after the cluster is gone, that the host is as it was: no process, mount,
+bridge, cgroup, shim socket directory, CNI cache entry or directory of the node is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kbc import apis, paths
+from kbc.kube import connect, is_true
+from kbc.lockfile import load_lock
+from kbc.nodepools import REAL_NODE_LABEL, TOOLBOX_REPOSITORY
+from kbc.providers.local import LocalProvider, RealNodeOptions
+from kbc.providers.local import _realnode as realnode
+from kbc.providers.local._realnode import RealNodeError, bridge_name, leftovers, record_of
+from tests.integration.commands import REPO, kbc
+from tests.integration.test_cluster_lifecycle import KBC_AS_TYPED
+
+pytestmark = [pytest.mark.cluster]
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{secrets.token_hex(3)}"
+
+
+def real_node_records(name: str) -> list[realnode.RealNodeRecord]:
+    state = json.loads((paths.clusters_dir() / name / "state.json").read_text())
+    return [record_of(data) for data in state.get("real_nodes", {}).values()]
+
+
+def assert_host_as_it_was(records: list[realnode.RealNodeRecord]) -> None:
+    assert records, "the test never saw the real node's record"
+    for record in records:
+        left = leftovers(record)
+        assert not left, f"real node {record.name} left {left.describe()}"
+        assert not Path(f"/sys/class/net/{record.bridge}").exists()
+        assert not any(Path("/sys/fs/cgroup").glob(f"*/{record.cgroup_root.lstrip('/')}"))
+
+
+@pytest.fixture
+def cleanup() -> Iterator[list[str]]:
+    names: list[str] = []
+    yield names
+    provider = LocalProvider(load_lock())
+    for name in names:
+        if (paths.clusters_dir() / name / "state.json").exists():
+            provider.down(name)
+
+
+def test_a_real_node_joins_runs_a_pod_whose_log_is_read_and_leaves_nothing(cleanup: list[str]) -> None:
+    name = unique("realnode")
+    cleanup.append(name)
+    up = kbc(
+        "cluster",
+        "up",
+        "--name",
+        name,
+        "--components",
+        "none",
+        "--real-nodes",
+        "1",
+        "--real-node-gpus",
+        "none",
+    )
+    assert up.returncode == 0, up.stderr
+    assert f"real node {name}-real-1: Ready in" in up.stderr, up.stderr
+    kubeconfig = Path(up.stdout.strip().splitlines()[-1].removeprefix("KUBECONFIG="))
+    records = real_node_records(name)
+    with connect(kubeconfig) as kube:
+        node = kube.get(apis.NODE, f"{name}-real-1")
+        assert is_true(node, "Ready")
+        assert node["metadata"]["labels"][REAL_NODE_LABEL] == "true"
+        assert {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"} in node["spec"]["taints"]
+        assert "kwok.x-k8s.io/node" not in node["metadata"].get("annotations", {}), "kwok must not manage it"
+        info = node["status"]["nodeInfo"]
+        assert info["kubeletVersion"] == load_lock().kubernetes.version
+        assert info["containerRuntimeVersion"].startswith("containerd://")
+        images = [n for image in node["status"]["images"] for n in image["names"]]
+        toolbox = next(n for n in images if n.startswith(TOOLBOX_REPOSITORY + ":"))
+        pod = apis.POD.manifest(
+            "hello",
+            spec={
+                "restartPolicy": "Never",
+                "nodeSelector": {REAL_NODE_LABEL: "true"},
+                "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": toolbox,
+                        "imagePullPolicy": "Never",
+                        "command": [
+                            "sh",
+                            "-c",
+                            "echo hello from $(hostname) at $(ip -4 addr show eth0 | grep inet)",
+                        ],
+                    }
+                ],
+            },
+        )
+        kube.create(pod, namespace="default")
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            phase = kube.get(apis.POD, "hello", "default").get("status", {}).get("phase")
+            if phase in ("Succeeded", "Failed"):
+                break
+            time.sleep(0.5)
+        assert phase == "Succeeded", kube.get(apis.POD, "hello", "default").get("status")
+        log = kube.pod_log("hello", "default")
+        subnet_prefix = records[0].subnet.rsplit(".", 1)[0]
+        assert "hello from hello at" in log and f"inet {subnet_prefix}." in log, log
+        # A long-running container, so that teardown has a live shim, mounts and a veth to remove.
+        pod["metadata"]["name"] = "sleeper"
+        pod["spec"]["containers"][0]["command"] = ["sleep", "3600"]
+        kube.create(pod, namespace="default")
+        deadline = time.monotonic() + 60
+        while kube.get(apis.POD, "sleeper", "default").get("status", {}).get("phase") != "Running":
+            assert time.monotonic() < deadline, "the sleeper never ran"
+            time.sleep(0.5)
+    # The leftover check sees a running node (so that "nothing left" below means something).
+    running = leftovers(records[0])
+    assert running.processes and running.mounts and running.interfaces and running.paths, running
+    down = kbc("cluster", "down", "--name", name)
+    assert down.returncode == 0, down.stderr
+    assert_host_as_it_was(records)
+
+
+def test_sigint_while_the_real_node_starts_leaves_nothing(cleanup: list[str]) -> None:
+    name = unique("realint")
+    cleanup.append(name)
+    state_file = paths.clusters_dir() / name / "state.json"
+    proc = subprocess.Popen(
+        [*KBC_AS_TYPED, "cluster", "up", "--name", name, "--components", "none", "--real-nodes", "1"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    records: list[realnode.RealNodeRecord] = []
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if state_file.exists():
+            state = json.loads(state_file.read_text())
+            if "containerd-1" in state.get("components", {}) and state.get("real_nodes"):
+                records = [record_of(d) for d in state["real_nodes"].values()]
+                break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    assert records, "never saw the real node mid-startup"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert_host_as_it_was(records)
+    assert not state_file.exists()
+
+
+def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> None:
+    """The rendezvous suite in a session of its own, on a cluster it makes and removes."""
+    name = unique("realsession")
+    seen = tmp_path / "records.json"
+    # A conftest-free observer: records the real node as the session sees it, before teardown.
+    observer = tmp_path / "observe_real_nodes.py"
+    observer.write_text(
+        "import json, pathlib\n"
+        "from kbc import paths\n"
+        "def pytest_runtest_teardown(item):\n"
+        f"    state = paths.clusters_dir() / {name!r} / 'state.json'\n"
+        "    if state.exists():\n"
+        "        nodes = json.loads(state.read_text())['real_nodes']\n"
+        f"        pathlib.Path({str(seen)!r}).write_text(json.dumps(nodes))\n"
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/test_real_nodes.py",
+            "--cluster-name",
+            name,
+            "--components",
+            "kueue",
+            "--real-nodes",
+            "1",
+            "-p",
+            "observe_real_nodes",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "2 passed" in run.stdout, run.stdout[-2000:]
+    records = [record_of(d) for d in json.loads(seen.read_text()).values()]
+    assert_host_as_it_was(records)
+    assert not (paths.clusters_dir() / name).exists()
+
+
+# -- pre-flight: each error says what to do, and nothing is left -------------------------------------
+
+
+def preflight_fails(cleanup: list[str], options: RealNodeOptions) -> RealNodeError:
+    name = unique("realpre")
+    cleanup.append(name)
+    with pytest.raises(RealNodeError) as info:
+        LocalProvider(load_lock(), real_nodes=options).up(name, components=())
+    assert not (paths.clusters_dir() / name).exists(), "a failed pre-flight must start nothing"
+    return info.value
+
+
+def test_gpus_required_where_there_are_none_is_refused_before_anything_starts(cleanup: list[str]) -> None:
+    if list(Path("/dev").glob("nvidia[0-9]*")):
+        pytest.skip("this host has an NVIDIA device: the check for a missing one cannot fail here")
+    error = preflight_fails(cleanup, RealNodeOptions(count=1, gpus="all"))
+    assert error.check == "gpus" and "no /dev/nvidia[0-9]* device" in str(error)
+    assert "--real-node-gpus auto/none" in str(error)
+
+
+def test_a_bridge_that_already_exists_is_refused(cleanup: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    name = unique("realbr")
+    cleanup.append(name)
+    bridge = bridge_name(name, 1)
+    subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True)
+    try:
+        with pytest.raises(RealNodeError, match=f"a network interface named {bridge} already exists"):
+            LocalProvider(load_lock(), real_nodes=RealNodeOptions(count=1)).up(name, components=())
+        assert not (paths.clusters_dir() / name).exists()
+    finally:
+        subprocess.run(["ip", "link", "delete", bridge], check=False)
+
+
+def test_not_root_is_refused(cleanup: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("kbc.providers.local._realnode.os.geteuid", lambda: 1000)
+    error = preflight_fails(cleanup, RealNodeOptions(count=1))
+    assert error.check == "root" and "uid 1000" in str(error) and "sudo" in str(error)
+
+
+def test_no_overlay_filesystem_is_refused(
+    cleanup: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    filesystems = tmp_path / "filesystems"
+    filesystems.write_text("nodev\tsysfs\nnodev\ttmpfs\n\text4\n")
+    monkeypatch.setattr(realnode, "PROC_FILESYSTEMS", filesystems)
+    error = preflight_fails(cleanup, RealNodeOptions(count=1))
+    assert error.check == "overlay" and "modprobe overlay" in str(error)
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_missing_cgroup_controllers_are_named(
+    cleanup: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, version: int
+) -> None:
+    if version == 2:
+        (tmp_path / "cgroup.controllers").write_text("cpuset cpu io\n")
+    else:
+        for hierarchy in ("cpu,cpuacct", "pids", "devices"):
+            (tmp_path / hierarchy).mkdir()
+    monkeypatch.setattr(realnode, "CGROUP_ROOT", tmp_path)
+    error = preflight_fails(cleanup, RealNodeOptions(count=1))
+    assert error.check == "cgroups" and f"cgroup v{version} without the memory" in str(error), str(error)
+
+
+def test_no_non_loopback_address_is_refused(cleanup: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    real_run = subprocess.run
+
+    def only_loopback(command: list[str], *args: object, **kwargs: object) -> object:
+        if command[:2] == ["ip", "-j"] and "addr" in command:
+            return subprocess.CompletedProcess(command, 0, "[]", "")
+        return real_run(command, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("kbc.providers.local._realnode.subprocess.run", only_loopback)
+    error = preflight_fails(cleanup, RealNodeOptions(count=1))
+    assert error.check == "node-ip" and "ip link add dummy0" in str(error)
+
+
+def test_an_image_archive_that_names_no_image_is_refused(cleanup: list[str], tmp_path: Path) -> None:
+    archive = tmp_path / "nameless.tar"
+    subprocess.run(["tar", "-cf", str(archive), "-T", "/dev/null"], check=True)
+    error = preflight_fails(cleanup, RealNodeOptions(count=1, image_archives=(archive,)))
+    assert error.check == "image-archive" and "names no image" in str(error)
