@@ -18,6 +18,7 @@ from kbc.lockfile import (
     default_lock_path,
     load_lock,
     load_upgrade_source,
+    parse_image,
 )
 
 
@@ -208,3 +209,24 @@ def test_an_upgrade_starts_from_the_lock_at_a_git_ref(
 def test_an_unreadable_upgrade_source_says_what_to_do(source: str, words: str) -> None:
     with pytest.raises(LockFileError, match=words):
         load_upgrade_source(source, load_lock())
+
+
+@pytest.mark.parametrize(
+    ("ref", "repository", "tag", "digest"),
+    [
+        ("registry.example:5000/nvidia/cuda:12.6", "registry.example:5000/nvidia/cuda", "12.6", ""),
+        ("registry.example:5000/cuda", "registry.example:5000/cuda", "", ""),
+        (
+            "localhost/kbatch-conformance/toolbox:abc@sha256:" + "1" * 64,
+            "localhost/kbatch-conformance/toolbox",
+            "abc",
+            "sha256:" + "1" * 64,
+        ),
+    ],
+)
+def test_an_image_override_is_parsed_as_the_node_would_pull_it(
+    ref: str, repository: str, tag: str, digest: str
+) -> None:
+    image = parse_image(ref)
+    assert (image.repository, image.tag, image.digest) == (repository, tag, digest)
+    assert image.ref == (f"{repository}@{digest}" if digest else ref)
