@@ -5,14 +5,10 @@ from __future__ import annotations
 import io
 import json
 import os
-import secrets
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,23 +20,9 @@ from kbc.lockfile import load_lock
 from kbc.net import port_is_free
 from kbc.process import ProcessRef
 from kbc.providers.local import LocalProvider
-from tests.integration.commands import kbc
+from tests.integration.commands import KBC_AS_TYPED, kbc, unique_name
 
 pytestmark = pytest.mark.cluster
-
-# kbc as a user types it at a terminal. A shell that starts a job in the background makes it
-# ignore SIGINT and children inherit that (so under CI Ctrl-C would be a no-op); Ctrl-C reaches an
-# interactive process, whose Python turns SIGINT into KeyboardInterrupt.
-KBC_AS_TYPED = [
-    sys.executable,
-    "-c",
-    "import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "signal.signal(signal.SIGTERM, signal.SIG_DFL); from kbc.cli import main; sys.exit(main(sys.argv[1:]))",
-]
-
-
-def unique_name(prefix: str) -> str:
-    return f"{prefix}-{secrets.token_hex(3)}"
 
 
 def recorded(name: str) -> tuple[list[ProcessRef], list[int]]:
@@ -72,18 +54,6 @@ def assert_nothing_left(name: str, refs: list[ProcessRef], ports: list[int]) -> 
     taken = [p for p in ports if not port_is_free(p)]
     assert not taken, f"ports still taken: {taken}"
     assert not (paths.clusters_dir() / name / "state.json").exists()
-
-
-@pytest.fixture
-def cleanup_names() -> Iterator[list[str]]:
-    """Names of clusters a test may create; removed afterwards whatever happened."""
-    names: list[str] = []
-    yield names
-    provider = LocalProvider(load_lock())
-    for name in names:
-        if (paths.clusters_dir() / name / "state.json").exists():
-            provider.down(name)
-        shutil.rmtree(paths.clusters_dir() / name, ignore_errors=True)
 
 
 def test_up_prints_kubeconfig_last_and_down_removes_everything(cleanup_names: list[str]) -> None:

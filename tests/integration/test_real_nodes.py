@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,23 +23,18 @@ from kbc.lockfile import load_lock
 from kbc.nodepools import REAL_NODE_LABEL, TOOLBOX_REPOSITORY
 from kbc.providers.local import LocalProvider, RealNodeOptions
 from kbc.providers.local import _realnode as realnode
-from kbc.providers.local._realnode import RealNodeError, bridge_name, leftovers, record_of
-from tests.integration.commands import REPO, kbc
-from tests.integration.test_cluster_lifecycle import KBC_AS_TYPED
+from kbc.providers.local._realnode import RealNodeError, RealNodeRecord, bridge_name, leftovers
+from tests.integration.commands import KBC_AS_TYPED, REPO, kbc, unique_name
 
 pytestmark = [pytest.mark.cluster]
 
 
-def unique(prefix: str) -> str:
-    return f"{prefix}-{secrets.token_hex(3)}"
-
-
-def real_node_records(name: str) -> list[realnode.RealNodeRecord]:
+def real_node_records(name: str) -> list[RealNodeRecord]:
     state = json.loads((paths.clusters_dir() / name / "state.json").read_text())
-    return [record_of(data) for data in state.get("real_nodes", {}).values()]
+    return [RealNodeRecord.from_dict(data) for data in state.get("real_nodes", {}).values()]
 
 
-def assert_host_as_it_was(records: list[realnode.RealNodeRecord]) -> None:
+def assert_host_as_it_was(records: list[RealNodeRecord]) -> None:
     assert records, "the test never saw the real node's record"
     for record in records:
         left = leftovers(record)
@@ -50,19 +43,9 @@ def assert_host_as_it_was(records: list[realnode.RealNodeRecord]) -> None:
         assert not any(Path("/sys/fs/cgroup").glob(f"*/{record.cgroup_root.lstrip('/')}"))
 
 
-@pytest.fixture
-def cleanup() -> Iterator[list[str]]:
-    names: list[str] = []
-    yield names
-    provider = LocalProvider(load_lock())
-    for name in names:
-        if (paths.clusters_dir() / name / "state.json").exists():
-            provider.down(name)
-
-
-def test_a_real_node_joins_runs_a_pod_whose_log_is_read_and_leaves_nothing(cleanup: list[str]) -> None:
-    name = unique("realnode")
-    cleanup.append(name)
+def test_a_real_node_joins_runs_a_pod_whose_log_is_read_and_leaves_nothing(cleanup_names: list[str]) -> None:
+    name = unique_name("realnode")
+    cleanup_names.append(name)
     up = kbc(
         "cluster",
         "up",
@@ -137,9 +120,9 @@ def test_a_real_node_joins_runs_a_pod_whose_log_is_read_and_leaves_nothing(clean
     assert_host_as_it_was(records)
 
 
-def test_sigint_while_the_real_node_starts_leaves_nothing(cleanup: list[str]) -> None:
-    name = unique("realint")
-    cleanup.append(name)
+def test_sigint_while_the_real_node_starts_leaves_nothing(cleanup_names: list[str]) -> None:
+    name = unique_name("realint")
+    cleanup_names.append(name)
     state_file = paths.clusters_dir() / name / "state.json"
     proc = subprocess.Popen(
         [*KBC_AS_TYPED, "cluster", "up", "--name", name, "--components", "none", "--real-nodes", "1"],
@@ -148,13 +131,13 @@ def test_sigint_while_the_real_node_starts_leaves_nothing(cleanup: list[str]) ->
         stderr=subprocess.PIPE,
         text=True,
     )
-    records: list[realnode.RealNodeRecord] = []
+    records: list[RealNodeRecord] = []
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if state_file.exists():
             state = json.loads(state_file.read_text())
             if "containerd-1" in state.get("components", {}) and state.get("real_nodes"):
-                records = [record_of(d) for d in state["real_nodes"].values()]
+                records = [RealNodeRecord.from_dict(d) for d in state["real_nodes"].values()]
                 break
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.02)
@@ -168,7 +151,7 @@ def test_sigint_while_the_real_node_starts_leaves_nothing(cleanup: list[str]) ->
 
 def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> None:
     """The rendezvous suite in a session of its own, on a cluster it makes and removes."""
-    name = unique("realsession")
+    name = unique_name("realsession")
     seen = tmp_path / "records.json"
     # A conftest-free observer: records the real node as the session sees it, before teardown.
     observer = tmp_path / "observe_real_nodes.py"
@@ -208,7 +191,7 @@ def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> 
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "2 passed" in run.stdout, run.stdout[-2000:]
-    records = [record_of(d) for d in json.loads(seen.read_text()).values()]
+    records = [RealNodeRecord.from_dict(d) for d in json.loads(seen.read_text()).values()]
     assert_host_as_it_was(records)
     assert not (paths.clusters_dir() / name).exists()
 
@@ -216,26 +199,30 @@ def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> 
 # -- pre-flight: each error says what to do, and nothing is left -------------------------------------
 
 
-def preflight_fails(cleanup: list[str], options: RealNodeOptions) -> RealNodeError:
-    name = unique("realpre")
-    cleanup.append(name)
+def preflight_fails(cleanup_names: list[str], options: RealNodeOptions) -> RealNodeError:
+    name = unique_name("realpre")
+    cleanup_names.append(name)
     with pytest.raises(RealNodeError) as info:
         LocalProvider(load_lock(), real_nodes=options).up(name, components=())
     assert not (paths.clusters_dir() / name).exists(), "a failed pre-flight must start nothing"
     return info.value
 
 
-def test_gpus_required_where_there_are_none_is_refused_before_anything_starts(cleanup: list[str]) -> None:
+def test_gpus_required_where_there_are_none_is_refused_before_anything_starts(
+    cleanup_names: list[str],
+) -> None:
     if list(Path("/dev").glob("nvidia[0-9]*")):
         pytest.skip("this host has an NVIDIA device: the check for a missing one cannot fail here")
-    error = preflight_fails(cleanup, RealNodeOptions(count=1, gpus="all"))
+    error = preflight_fails(cleanup_names, RealNodeOptions(count=1, gpus="all"))
     assert error.check == "gpus" and "no /dev/nvidia[0-9]* device" in str(error)
     assert "--real-node-gpus auto/none" in str(error)
 
 
-def test_a_bridge_that_already_exists_is_refused(cleanup: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    name = unique("realbr")
-    cleanup.append(name)
+def test_a_bridge_that_already_exists_is_refused(
+    cleanup_names: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = unique_name("realbr")
+    cleanup_names.append(name)
     bridge = bridge_name(name, 1)
     subprocess.run(["ip", "link", "add", bridge, "type", "bridge"], check=True)
     try:
@@ -246,25 +233,25 @@ def test_a_bridge_that_already_exists_is_refused(cleanup: list[str], monkeypatch
         subprocess.run(["ip", "link", "delete", bridge], check=False)
 
 
-def test_not_root_is_refused(cleanup: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_not_root_is_refused(cleanup_names: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("kbc.providers.local._realnode.os.geteuid", lambda: 1000)
-    error = preflight_fails(cleanup, RealNodeOptions(count=1))
+    error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "root" and "uid 1000" in str(error) and "sudo" in str(error)
 
 
 def test_no_overlay_filesystem_is_refused(
-    cleanup: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    cleanup_names: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     filesystems = tmp_path / "filesystems"
     filesystems.write_text("nodev\tsysfs\nnodev\ttmpfs\n\text4\n")
     monkeypatch.setattr(realnode, "PROC_FILESYSTEMS", filesystems)
-    error = preflight_fails(cleanup, RealNodeOptions(count=1))
+    error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "overlay" and "modprobe overlay" in str(error)
 
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_missing_cgroup_controllers_are_named(
-    cleanup: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, version: int
+    cleanup_names: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, version: int
 ) -> None:
     if version == 2:
         (tmp_path / "cgroup.controllers").write_text("cpuset cpu io\n")
@@ -272,11 +259,13 @@ def test_missing_cgroup_controllers_are_named(
         for hierarchy in ("cpu,cpuacct", "pids", "devices"):
             (tmp_path / hierarchy).mkdir()
     monkeypatch.setattr(realnode, "CGROUP_ROOT", tmp_path)
-    error = preflight_fails(cleanup, RealNodeOptions(count=1))
+    error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "cgroups" and f"cgroup v{version} without the memory" in str(error), str(error)
 
 
-def test_no_non_loopback_address_is_refused(cleanup: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_non_loopback_address_is_refused(
+    cleanup_names: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_run = subprocess.run
 
     def only_loopback(command: list[str], *args: object, **kwargs: object) -> object:
@@ -285,12 +274,12 @@ def test_no_non_loopback_address_is_refused(cleanup: list[str], monkeypatch: pyt
         return real_run(command, *args, **kwargs)  # type: ignore[call-overload]
 
     monkeypatch.setattr("kbc.providers.local._realnode.subprocess.run", only_loopback)
-    error = preflight_fails(cleanup, RealNodeOptions(count=1))
+    error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "node-ip" and "ip link add dummy0" in str(error)
 
 
-def test_an_image_archive_that_names_no_image_is_refused(cleanup: list[str], tmp_path: Path) -> None:
+def test_an_image_archive_that_names_no_image_is_refused(cleanup_names: list[str], tmp_path: Path) -> None:
     archive = tmp_path / "nameless.tar"
     subprocess.run(["tar", "-cf", str(archive), "-T", "/dev/null"], check=True)
-    error = preflight_fails(cleanup, RealNodeOptions(count=1, image_archives=(archive,)))
+    error = preflight_fails(cleanup_names, RealNodeOptions(count=1, image_archives=(archive,)))
     assert error.check == "image-archive" and "names no image" in str(error)
