@@ -26,8 +26,14 @@ from tests.integration.suite_runner import expect_failure
 pytestmark = pytest.mark.cluster
 
 
-def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster, tmp_path: Path) -> None:
+def test_gang_fails_when_the_quota_is_far_too_high(
+    cluster: Cluster, charts_lock: ChartsLock, tmp_path: Path
+) -> None:
     allure_dir, report_dir, junit = tmp_path / "allure", tmp_path / "reports", tmp_path / "junit.xml"
+    # A test image replaced with --image is named wherever the run is reported (the gang suite runs no
+    # such image: only the reporting is under test here).
+    pinned_cuda = charts_lock.test_images["cuda"].ref
+    mirrored_cuda = "registry.example/mirror/cuda:override"
     run = expect_failure(
         cluster,
         "suites/test_gang.py::test_two_job_gangs_one_runs_whole_the_other_waits_whole",
@@ -37,7 +43,14 @@ def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster, tmp_path: P
             "Kueue reserved quota for it instead (Quota reserved in ClusterQueue",
             "so it was not held back as this scenario requires",
         ],
-        extra=["--alluredir", str(allure_dir), "--report-dir", str(report_dir)],
+        extra=[
+            "--alluredir",
+            str(allure_dir),
+            "--report-dir",
+            str(report_dir),
+            "--image",
+            f"cuda={mirrored_cuda}",
+        ],
         junit=junit,
     )
     # Under the failure on the terminal: the condition timeline, with the second gang's Workload admitted.
@@ -46,6 +59,7 @@ def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster, tmp_path: P
         "condition QuotaReserved=True QuotaReserved, condition Admitted=True Admitted",
         "kbatch-conformance summary",
         "Wait gave up (the opposite outcome appeared): gave up waiting for Workload",
+        f"test image cuda: {mirrored_cuda} (--image; the lock pins {pinned_cuda})",
     ):
         assert text in run.output, f"{text!r} is not in the inner run's output:\n{run.explain()}"
     # The report of that failure carries its evidence (this also tests the report plugins).
@@ -67,8 +81,19 @@ def test_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster, tmp_path: P
     assert "kind: ClusterQueue" in attachments["objects"].read_text(), "the cluster-scoped objects it made"
     assert "Job gang-a (Workload job-gang-a-" in attachments["admission latency"].read_text()
     environment = (allure_dir / "environment.properties").read_text()
-    for key in ("provider=local", "kubernetes.server=v", "kueue.appVersion=v", "volcano.chart="):
+    for key in (
+        "provider=local",
+        "kubernetes.server=v",
+        "kueue.appVersion=v",
+        "volcano.chart=",
+        f"testImage.cuda={mirrored_cuda}\n",
+        f"testImage.cuda.pinned={pinned_cuda}\n",
+    ):
         assert key in environment, environment
+    summary_md = (report_dir / "summary.md").read_text()
+    assert f"- Test image cuda: {mirrored_cuda} (--image; the lock pins {pinned_cuda})" in summary_md, (
+        summary_md
+    )
     summary = json.loads((report_dir / "summary.json").read_text())
     (row,) = summary["scenarios"]
     assert (row["outcome"], row["category"]) == ("failed", gave_up["name"]), row
