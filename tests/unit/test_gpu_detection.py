@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbc.gpu import classify_gpu_nodes, harness_made
-from kbc.nodepools import GPU, POOL_LABEL, PRODUCT_LABEL, NodePool, kwok_nodes
+from kbc.gpu import classify_gpu_nodes, harness_made, repelling_taints
+from kbc.nodepools import GPU, POOL_LABEL, PRODUCT_LABEL, REAL_NODE_LABEL, NodePool, kwok_nodes
 from kbc.providers.kind import kind_config
 
 Node = dict[str, Any]
@@ -142,3 +142,22 @@ def test_mixed_cluster_keeps_only_the_real_node_and_the_skip_reason_names_the_fa
     with_real = classify_gpu_nodes([*nodes, real_node()])
     assert with_real.names == ["ip-10-0-1-17"]
     assert set(with_real.excluded) == {"gpu-a100-0", "gpu-h100-0", "kbc-worker"}
+
+
+def test_a_node_tainted_against_the_harness_gpu_pods_is_not_offered_to_gpu_scenarios() -> None:
+    pool_node = node("gpu-a100-0")
+    assert repelling_taints(pool_node) == [], "harness GPU pods tolerate the GPU pools' own taint"
+    real = node("kbc-real-1", gpus=1)
+    real["spec"]["taints"] = [{"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"}]
+    assert repelling_taints(real) == [f"{REAL_NODE_LABEL}=true:NoSchedule"]
+    # Its own pods tolerate it; PreferNoSchedule never keeps a pod off.
+    own = {"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}
+    assert repelling_taints(real, [own]) == []
+    soft = node("soft", gpus=1)
+    soft["spec"]["taints"] = [{"key": "x", "value": "y", "effect": "PreferNoSchedule"}]
+    assert repelling_taints(soft) == []
+    wrong_value = node("v", gpus=1)
+    wrong_value["spec"]["taints"] = [{"key": GPU, "value": "present", "effect": "NoExecute"}]
+    assert repelling_taints(wrong_value) == [f"{GPU}=present:NoExecute"], (
+        "the toleration names NoSchedule only"
+    )
