@@ -6,7 +6,10 @@ node's GPUs come from a real device plugin (``kbc.gpu.real_gpu_nodes``: every GP
 made is excluded) and proves the last step: a one-GPU Job admitted by Kueue from a LocalQueue whose
 ClusterQueue quotes ``nvidia.com/gpu`` runs the pinned CUDA base image (``charts-lock.yaml``
 ``testImages.cuda``), ``nvidia-smi -L`` lists the GPU the device plugin handed to it, and the Job
-completes. Elsewhere it skips and says which fake GPU nodes it excluded.
+completes. A second scenario proves the access is exclusive: on the same nodes, a pod that asks for
+no GPU sees no GPU device node and ``nvidia-smi`` finds no GPU in it, and a one-GPU pod sees exactly
+one (a runtime that honours the CUDA images' ``NVIDIA_VISIBLE_DEVICES=all`` for every pod fails it).
+Elsewhere both skip and say which fake GPU nodes they excluded.
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ pytestmark = [pytest.mark.nvidia_gpu, pytest.mark.kueue, allure.epic("Kueue"), a
 
 # nvidia-smi -L prints one line per visible GPU: "GPU 0: <name> (UUID: GPU-...)".
 FIRST_GPU = "GPU 0:"
+# What a pod sees of the GPUs: its /dev/nvidia<N> device nodes on one line, then nvidia-smi's list
+# (nvidia-smi itself is only there when the runtime put a GPU's driver files into the container).
+SEE_GPUS = (
+    'echo "devices:" $(ls /dev | grep -E "^nvidia[0-9]+$"); '
+    'if command -v nvidia-smi >/dev/null; then nvidia-smi -L; else echo "no nvidia-smi"; fi; true'
+)
 
 
 @pytest.fixture
@@ -44,11 +53,13 @@ def gpu_queue(real_gpus: RealGpuNodes, make_kueue_queues: QueueFactory) -> Queue
     return make_kueue_queues({"cpu": "1", GPU: "1"})
 
 
-def smoke_job(name: str, queue: str, image: str, nodes: list[str]) -> Obj:
-    """A one-GPU Job running ``nvidia-smi -L`` in *image*, only on *nodes*."""
-    manifest = job(name, gpus=1, cpu="100m", queue=queue)
+def smoke_job(
+    name: str, queue: str, image: str, nodes: list[str], *, gpus: int = 1, command: list[str] | None = None
+) -> Obj:
+    """A Job of *gpus* GPUs running *command* (default ``nvidia-smi -L``) in *image*, only on *nodes*."""
+    manifest = job(name, gpus=gpus, cpu="100m", queue=queue)
     spec = manifest["spec"]["template"]["spec"]
-    spec["containers"][0].update(name="cuda", image=image, command=["nvidia-smi", "-L"])
+    spec["containers"][0].update(name="cuda", image=image, command=command or ["nvidia-smi", "-L"])
     # A real node of the local provider keeps other suites' pods off with a taint; this pod belongs there.
     spec["tolerations"] = [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}]
     # Only the real GPU nodes: a cluster may also have fake GPU nodes, where nvidia-smi cannot run.
@@ -93,4 +104,58 @@ def test_queued_gpu_job_sees_its_gpu(
             f"`nvidia-smi -L` on node {pod['spec'].get('nodeName')} should list the GPU "
             "the device plugin gave "
             f"the pod ({FIRST_GPU!r}); its log was:\n{log or '(empty)'}"
+        )
+
+
+def gpus_seen(log: str) -> tuple[list[str], list[str]]:
+    """(the /dev/nvidia<N> device nodes, the ``GPU <n>:`` lines of ``nvidia-smi -L``) in a SEE_GPUS log."""
+    devices: list[str] = []
+    listed: list[str] = []
+    for line in log.splitlines():
+        if line.startswith("devices:"):
+            devices = line.removeprefix("devices:").split()
+        elif line.startswith("GPU "):
+            listed.append(line)
+    return devices, listed
+
+
+@allure.story("a pod without a GPU request sees no GPU; a one-GPU pod sees exactly one")
+def test_only_a_pod_that_requests_a_gpu_sees_one(
+    kube: Kube, charts_lock: ChartsLock, real_gpus: RealGpuNodes, namespace: str, gpu_queue: Queues
+) -> None:
+    image = charts_lock.test_images["cuda"].ref
+    command = ["sh", "-c", SEE_GPUS]
+    jobs = {"no-gpu": 0, "one-gpu": 1}
+    with allure.step(
+        f"submit a Job without a GPU request and a one-GPU Job, both in {image}, to the real GPU nodes"
+    ):
+        for name, gpus in jobs.items():
+            kube.create(
+                smoke_job(name, gpu_queue.local_queue, image, real_gpus.names, gpus=gpus, command=command),
+                namespace=namespace,
+            )
+    logs = {}
+    with allure.step("both complete, each listing the GPU devices it sees"):
+        for name in jobs:
+            wait_job_complete(kube, name, namespace, timeout=timeouts.IMAGE_PULL)
+            (pod,) = job_pods(kube, namespace, name)
+            logs[name] = kube.pod_log(pod["metadata"]["name"], namespace, container="cuda")
+            allure.attach(
+                logs[name],
+                name=f"{name}: devices and nvidia-smi -L",
+                attachment_type=allure.attachment_type.TEXT,
+            )
+    with allure.step("the pod without a GPU request sees no GPU device and nvidia-smi lists none"):
+        devices, listed = gpus_seen(logs["no-gpu"])
+        assert not devices and not listed, (
+            "a pod that requested no nvidia.com/gpu can reach GPUs "
+            f"(devices {devices or 'none'}, nvidia-smi: {listed or 'none'}): the node's container runtime "
+            "gives GPUs to pods the device plugin did not allocate them to (e.g. NVIDIA_VISIBLE_DEVICES "
+            f"honoured for unprivileged pods); its log:\n{logs['no-gpu']}"
+        )
+    with allure.step("the one-GPU pod sees exactly one GPU device and nvidia-smi lists exactly one GPU"):
+        devices, listed = gpus_seen(logs["one-gpu"])
+        assert len(devices) == 1 and len(listed) == 1, (
+            f"a pod that requested 1 nvidia.com/gpu sees {len(devices)} GPU device(s) {devices} and "
+            f"nvidia-smi lists {len(listed)}: {listed}; its log:\n{logs['one-gpu']}"
         )

@@ -7,23 +7,32 @@ bridge, cgroup, shim socket directory, CNI cache entry or directory of the node 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kbc import apis, paths
 from kbc.kube import connect, is_true
 from kbc.lockfile import load_lock
-from kbc.nodepools import REAL_NODE_LABEL, TOOLBOX_REPOSITORY
+from kbc.nodepools import HOSTNAME_LABEL, REAL_NODE_LABEL, TOOLBOX_REPOSITORY
 from kbc.providers.local import LocalProvider, RealNodeOptions
 from kbc.providers.local import _realnode as realnode
-from kbc.providers.local._realnode import RealNodeError, RealNodeRecord, bridge_name, leftovers
+from kbc.providers.local._realnode import (
+    RealNodeError,
+    RealNodeRecord,
+    bridge_name,
+    leftovers,
+    socket_dir_of,
+)
 from tests.integration.commands import KBC_AS_TYPED, REPO, kbc, unique_name
 
 pytestmark = [pytest.mark.cluster]
@@ -43,10 +52,20 @@ def assert_host_as_it_was(records: list[RealNodeRecord]) -> None:
         assert not any(Path("/sys/fs/cgroup").glob(f"*/{record.cgroup_root.lstrip('/')}"))
 
 
-def test_a_real_node_joins_runs_a_pod_whose_log_is_read_and_leaves_nothing(cleanup_names: list[str]) -> None:
-    name = unique_name("realnode")
-    cleanup_names.append(name)
-    up = kbc(
+def toolbox_pod(name: str, node: str, image: str, command: list[str]) -> dict[str, Any]:
+    return apis.POD.manifest(
+        name,
+        spec={
+            "restartPolicy": "Never",
+            "nodeSelector": {REAL_NODE_LABEL: "true", HOSTNAME_LABEL: node},
+            "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "main", "image": image, "imagePullPolicy": "Never", "command": command}],
+        },
+    )
+
+
+def up_real(name: str, count: int, *extra: str) -> subprocess.CompletedProcess[str]:
+    return kbc(
         "cluster",
         "up",
         "--name",
@@ -54,46 +73,52 @@ def test_a_real_node_joins_runs_a_pod_whose_log_is_read_and_leaves_nothing(clean
         "--components",
         "none",
         "--real-nodes",
-        "1",
+        str(count),
         "--real-node-gpus",
         "none",
+        *extra,
     )
+
+
+def test_real_nodes_join_run_a_pod_whose_log_is_read_and_leave_nothing(cleanup_names: list[str]) -> None:
+    """One real node, then a second one added to the running cluster: each is Ready with its own
+    network, ports and directories; a pod runs on one, a long-running container on the other."""
+    name = unique_name("realnode")
+    cleanup_names.append(name)
+    up = up_real(name, 1)
     assert up.returncode == 0, up.stderr
     assert f"real node {name}-real-1: Ready in" in up.stderr, up.stderr
     kubeconfig = Path(up.stdout.strip().splitlines()[-1].removeprefix("KUBECONFIG="))
+    # Before any pod: node 1's bridge has no route yet, so only the record keeps its subnet taken.
+    more = up_real(name, 2)
+    assert more.returncode == 0, more.stderr
+    assert "reusing it" in more.stderr and f"real node {name}-real-2: Ready in" in more.stderr, more.stderr
+    assert f"{name}-real-1: Ready" not in more.stderr, "the running node is kept, not started again"
     records = real_node_records(name)
+    assert [r.name for r in records] == [f"{name}-real-1", f"{name}-real-2"]
+    for field in ("directory", "socket_dir", "cgroup_root", "bridge", "network", "subnet", "kubelet_port"):
+        values = [getattr(r, field) for r in records]
+        assert len(set(values)) == 2, f"the two real nodes share their {field}: {values}"
+    first, second = records
     with connect(kubeconfig) as kube:
-        node = kube.get(apis.NODE, f"{name}-real-1")
-        assert is_true(node, "Ready")
-        assert node["metadata"]["labels"][REAL_NODE_LABEL] == "true"
-        assert {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"} in node["spec"]["taints"]
-        assert "kwok.x-k8s.io/node" not in node["metadata"].get("annotations", {}), "kwok must not manage it"
-        info = node["status"]["nodeInfo"]
-        assert info["kubeletVersion"] == load_lock().kubernetes.version
-        assert info["containerRuntimeVersion"].startswith("containerd://")
+        for record in records:
+            node = kube.get(apis.NODE, record.name)
+            assert is_true(node, "Ready"), record.name
+            assert node["metadata"]["labels"][REAL_NODE_LABEL] == "true"
+            taint = {"key": REAL_NODE_LABEL, "value": "true", "effect": "NoSchedule"}
+            assert taint in node["spec"]["taints"]
+            assert "kwok.x-k8s.io/node" not in node["metadata"].get("annotations", {}), (
+                "kwok must not manage it"
+            )
+            info = node["status"]["nodeInfo"]
+            assert info["kubeletVersion"] == load_lock().kubernetes.version
+            assert info["containerRuntimeVersion"].startswith("containerd://")
         images = [n for image in node["status"]["images"] for n in image["names"]]
         toolbox = next(n for n in images if n.startswith(TOOLBOX_REPOSITORY + ":"))
-        pod = apis.POD.manifest(
-            "hello",
-            spec={
-                "restartPolicy": "Never",
-                "nodeSelector": {REAL_NODE_LABEL: "true"},
-                "tolerations": [{"key": REAL_NODE_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": toolbox,
-                        "imagePullPolicy": "Never",
-                        "command": [
-                            "sh",
-                            "-c",
-                            "echo hello from $(hostname) at $(ip -4 addr show eth0 | grep inet)",
-                        ],
-                    }
-                ],
-            },
+        show_address = "echo hello from $(hostname) at $(ip -4 addr show eth0 | grep inet)"
+        kube.create(
+            toolbox_pod("hello", second.name, toolbox, ["sh", "-c", show_address]), namespace="default"
         )
-        kube.create(pod, namespace="default")
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             phase = kube.get(apis.POD, "hello", "default").get("status", {}).get("phase")
@@ -102,22 +127,89 @@ def test_a_real_node_joins_runs_a_pod_whose_log_is_read_and_leaves_nothing(clean
             time.sleep(0.5)
         assert phase == "Succeeded", kube.get(apis.POD, "hello", "default").get("status")
         log = kube.pod_log("hello", "default")
-        subnet_prefix = records[0].subnet.rsplit(".", 1)[0]
+        subnet_prefix = second.subnet.rsplit(".", 1)[0]
         assert "hello from hello at" in log and f"inet {subnet_prefix}." in log, log
         # A long-running container, so that teardown has a live shim, mounts and a veth to remove.
-        pod["metadata"]["name"] = "sleeper"
-        pod["spec"]["containers"][0]["command"] = ["sleep", "3600"]
-        kube.create(pod, namespace="default")
+        kube.create(toolbox_pod("sleeper", first.name, toolbox, ["sleep", "3600"]), namespace="default")
         deadline = time.monotonic() + 60
         while kube.get(apis.POD, "sleeper", "default").get("status", {}).get("phase") != "Running":
             assert time.monotonic() < deadline, "the sleeper never ran"
             time.sleep(0.5)
     # The leftover check sees a running node (so that "nothing left" below means something).
-    running = leftovers(records[0])
+    running = leftovers(first)
     assert running.processes and running.mounts and running.interfaces and running.paths, running
     down = kbc("cluster", "down", "--name", name)
     assert down.returncode == 0, down.stderr
     assert_host_as_it_was(records)
+
+
+def broken_archive(path: Path, image: str) -> Path:
+    """An OCI archive that names *image* but lacks the blobs its index points to."""
+    index = {
+        "schemaVersion": 2,
+        "manifests": [
+            {
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": "sha256:" + "0" * 64,
+                "size": 100,
+                "annotations": {"io.containerd.image.name": image},
+            }
+        ],
+    }
+    with tarfile.open(path, "w") as tar:
+        for member, data in (
+            ("oci-layout", b'{"imageLayoutVersion": "1.0.0"}'),
+            ("index.json", json.dumps(index).encode()),
+        ):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_a_real_node_that_fails_to_start_on_a_running_cluster_is_removed_and_the_cluster_kept(
+    cleanup_names: list[str], tmp_path: Path
+) -> None:
+    name = unique_name("realfail")
+    cleanup_names.append(name)
+    up = up_real(name, 1)
+    assert up.returncode == 0, up.stderr
+    (kept,) = real_node_records(name)
+    archive = broken_archive(tmp_path / "broken.tar", "localhost/kbatch-conformance-test/broken:1")
+    failed = up_real(name, 2, "--image-archive", str(archive))
+    assert failed.returncode != 0, failed.stderr
+    assert (
+        f"real node {name}-real-2 start 'image-archive': ctr images import {archive} failed" in failed.stderr
+    ), failed.stderr
+    # Node 2 got as far as a running containerd with its cgroups, directories and state: all gone.
+    gone = RealNodeRecord(
+        name=f"{name}-real-2",
+        directory=str(paths.clusters_dir() / name / "real-node-2"),
+        socket_dir=socket_dir_of(name, 2),
+        cgroup_root=f"/kbc-{name}-2",
+        cgroup_dirs=[],
+        bridge=bridge_name(name, 2),
+        network=f"kbc-{name}-2",
+        subnet="",
+        node_ip="",
+        kubelet_port=0,
+        gpus=False,
+    )
+    assert_host_as_it_was([gone])
+    state = json.loads((paths.clusters_dir() / name / "state.json").read_text())
+    assert list(state["real_nodes"]) == [kept.name], state["real_nodes"]
+    assert not [p for p in state["components"] if p.endswith("-2")], state["components"]
+    # The cluster and its first node run on, and the cluster is reused as before.
+    again = up_real(name, 1)
+    assert again.returncode == 0 and "reusing it" in again.stderr, again.stderr
+    kubeconfig = Path(again.stdout.strip().splitlines()[-1].removeprefix("KUBECONFIG="))
+    with connect(kubeconfig) as kube:
+        assert is_true(kube.get(apis.NODE, kept.name), "Ready")
+        assert kube.find(apis.NODE, f"{name}-real-2") is None, "node 2 never registered"
+    assert leftovers(kept).processes, "the kept node's processes run on"
+    down = kbc("cluster", "down", "--name", name)
+    assert down.returncode == 0, down.stderr
+    assert_host_as_it_was([kept])
 
 
 def test_sigint_while_the_real_node_starts_leaves_nothing(cleanup_names: list[str]) -> None:
