@@ -89,7 +89,8 @@ def test_real_nodes_join_run_a_pod_whose_log_is_read_and_leave_nothing(cleanup_n
     assert up.returncode == 0, up.stderr
     assert f"real node {name}-real-1: Ready in" in up.stderr, up.stderr
     kubeconfig = Path(up.stdout.strip().splitlines()[-1].removeprefix("KUBECONFIG="))
-    # Before any pod: node 1's bridge has no route yet, so only the record keeps its subnet taken.
+    # Before any pod ran on node 1 (the CNI plugin would make its bridge only then): node 2 must not
+    # be given node 1's pod subnet.
     more = up_real(name, 2)
     assert more.returncode == 0, more.stderr
     assert "reusing it" in more.stderr and f"real node {name}-real-2: Ready in" in more.stderr, more.stderr

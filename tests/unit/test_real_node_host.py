@@ -1,9 +1,8 @@
 """The host-facing helpers of real nodes that need no root: GPU feature discovery's label file, the PCI
-scan behind ``nvidia.com/gpu.present``, pod subnets, and removing only what a node made."""
+scan behind ``nvidia.com/gpu.present``, and removing only what a node made."""
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 
 from kbc.providers.local import _realnode as realnode
@@ -42,14 +41,6 @@ def test_only_nvidia_display_and_3d_controllers_count_as_gpus(tmp_path: Path) ->
     pci(tmp_path, "0000:17:00.0", "0x10de", "0x030200")  # an H100 (3D controller)
     assert realnode.nvidia_pci_gpus(tmp_path) == ["0000:17:00.0"]
     assert realnode.nvidia_pci_gpus(tmp_path / "absent") == []
-
-
-def test_a_pod_subnet_other_real_nodes_hold_is_not_given_again() -> None:
-    first = realnode._free_subnet()
-    second = realnode._free_subnet([first])
-    assert second != first
-    assert not ipaddress.ip_network(second).overlaps(ipaddress.ip_network(first))
-    assert ipaddress.IPv4Network(second).subnet_of(ipaddress.IPv4Network("10.88.0.0/16"))
 
 
 def test_a_host_directory_a_node_made_is_removed_only_as_far_as_it_is_empty(tmp_path: Path) -> None:
