@@ -101,6 +101,10 @@ def test_real_nodes_join_run_a_pod_whose_log_is_read_and_leave_nothing(cleanup_n
         values = [getattr(r, field) for r in records]
         assert len(set(values)) == 2, f"the two real nodes share their {field}: {values}"
     first, second = records
+    # What the cluster reports (and the test report's environment shows): its real nodes' images.
+    versions = json.loads((paths.clusters_dir() / name / "state.json").read_text())["versions"]
+    assert versions["real-nodes"] == "2" and versions["real-node-gpus"] == "none", versions
+    assert TOOLBOX_REPOSITORY in versions["real-node-images"], versions
     with connect(kubeconfig) as kube:
         for record in records:
             node = kube.get(apis.NODE, record.name)
