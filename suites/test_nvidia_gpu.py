@@ -145,6 +145,11 @@ def test_only_a_pod_that_requests_a_gpu_sees_one(
                 name=f"{name}: devices and nvidia-smi -L",
                 attachment_type=allure.attachment_type.TEXT,
             )
+            # Without its "devices:" line the probe never ran, and "sees no GPU" would mean nothing.
+            assert "devices:" in logs[name], (
+                f"Job {name}'s probe did not run in {image} (it needs sh, ls and grep); its log:\n"
+                f"{logs[name] or '(empty)'}"
+            )
     with allure.step("the pod without a GPU request sees no GPU device and nvidia-smi lists none"):
         devices, listed = gpus_seen(logs["no-gpu"])
         assert not devices and not listed, (
