@@ -18,7 +18,7 @@ from kbc.errors import ClusterError, ProcessStartError
 from kbc.kube import connect
 from kbc.lockfile import load_lock
 from kbc.net import port_is_free
-from kbc.process import ProcessRef
+from kbc.process import ProcessRef, command_lines
 from kbc.providers.local import LocalProvider
 from tests.integration.commands import KBC_AS_TYPED, kbc, unique_name
 
@@ -35,16 +35,7 @@ def recorded(name: str) -> tuple[list[ProcessRef], list[int]]:
 def processes_of(name: str) -> list[str]:
     """Command lines of running processes that use the cluster's directory."""
     marker = str(paths.clusters_dir() / name) + "/"
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if marker in cmdline:
-                found.append(f"{entry.name}: {cmdline[:120]}")
-    return found
+    return [f"{pid}: {cmdline[:120]}" for pid, cmdline in command_lines() if marker in cmdline]
 
 
 def assert_nothing_left(name: str, refs: list[ProcessRef], ports: list[int]) -> None:
