@@ -51,7 +51,7 @@ from kbc.kueue import (
     wait_workload_of,
     workload_counts,
 )
-from kbc.nodepools import GPU
+from kbc.labels import GPU
 from kbc.workloads import job
 
 pytestmark = [pytest.mark.cohort, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("cohort")]

@@ -48,7 +48,7 @@ from kbc.kueue import (
     wait_cluster_queue,
     wait_workload_of,
 )
-from kbc.nodepools import GPU, PRODUCT_LABEL
+from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.workloads import job, pod
 
 pytestmark = [pytest.mark.fake_gpu, allure.feature("fake_gpu")]

@@ -27,7 +27,7 @@ from kbc.kueue import (
     wait_pending,
     wait_workload_of,
 )
-from kbc.nodepools import GPU, GPU_PRESENT_LABEL
+from kbc.labels import GPU, GPU_PRESENT_LABEL
 from kbc.workloads import group_pod, job, jobset
 
 pytestmark = [pytest.mark.gang, allure.feature("gang")]

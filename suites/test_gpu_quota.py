@@ -14,7 +14,7 @@ import pytest
 from kbc import apis, timeouts
 from kbc.events import wait_event
 from kbc.kube import Kube, wait_until_exists
-from kbc.quota import BUDGET, GPU_QUOTA_KEY, expect_refused, used_gpus, wait_gpus_capped
+from kbc.resource_quota import BUDGET, GPU_QUOTA_KEY, expect_refused, used_gpus, wait_gpus_capped
 from kbc.workloads import job, pod
 
 pytestmark = [pytest.mark.gpu_quota, allure.epic("Kubernetes"), allure.feature("gpu_quota")]

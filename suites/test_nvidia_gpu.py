@@ -22,8 +22,7 @@ from kbc.gpu import RealGpuNodes, real_gpu_nodes
 from kbc.jobs import job_pods, wait_job_complete
 from kbc.kube import Kube, Obj, condition
 from kbc.kueue import QueueFactory, Queues, wait_admitted, wait_finished, wait_workload_of
-from kbc.lockfile import ChartsLock
-from kbc.nodepools import GPU, HOSTNAME_LABEL, REAL_NODE_LABEL
+from kbc.labels import GPU, HOSTNAME_LABEL, REAL_NODE_LABEL
 from kbc.workloads import job
 
 pytestmark = [pytest.mark.nvidia_gpu, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("nvidia_gpu")]
@@ -77,9 +76,9 @@ def smoke_job(
 
 @allure.story("a one-GPU Job queued through Kueue runs nvidia-smi on a device-plugin GPU and completes")
 def test_queued_gpu_job_sees_its_gpu(
-    kube: Kube, charts_lock: ChartsLock, real_gpus: RealGpuNodes, namespace: str, gpu_queue: Queues
+    kube: Kube, workload_images: dict[str, str], real_gpus: RealGpuNodes, namespace: str, gpu_queue: Queues
 ) -> None:
-    image = charts_lock.test_images["cuda"].ref
+    image = workload_images["cuda"]
     with allure.step(
         f"submit a 1-GPU Job running `nvidia-smi -L` in {image} to LocalQueue {gpu_queue.local_queue}"
     ):
@@ -121,9 +120,9 @@ def gpus_seen(log: str) -> tuple[list[str], list[str]]:
 
 @allure.story("a pod without a GPU request sees no GPU; a one-GPU pod sees exactly one")
 def test_only_a_pod_that_requests_a_gpu_sees_one(
-    kube: Kube, charts_lock: ChartsLock, real_gpus: RealGpuNodes, namespace: str, gpu_queue: Queues
+    kube: Kube, workload_images: dict[str, str], real_gpus: RealGpuNodes, namespace: str, gpu_queue: Queues
 ) -> None:
-    image = charts_lock.test_images["cuda"].ref
+    image = workload_images["cuda"]
     command = ["sh", "-c", SEE_GPUS]
     jobs = {"no-gpu": 0, "one-gpu": 1}
     with allure.step(

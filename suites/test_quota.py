@@ -27,7 +27,7 @@ from kbc.kueue import (
     wait_pending,
     wait_workload_of,
 )
-from kbc.nodepools import GPU
+from kbc.labels import GPU
 from kbc.workloads import job
 
 pytestmark = [pytest.mark.quota, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("quota")]

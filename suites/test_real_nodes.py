@@ -21,7 +21,7 @@ from kbc import apis, timeouts
 from kbc.jobs import bound, describe_pods, job_pods, phase_of, wait_job_complete
 from kbc.kube import Kube, Obj, hold_list, is_true, wait_for_list
 from kbc.kueue import QueueFactory, Queues, wait_admitted, wait_workload_of
-from kbc.nodepools import REAL_NODE_LABEL, SHARED_DIR_ANNOTATION, TOOLBOX_REPOSITORY
+from kbc.labels import REAL_NODE_LABEL, SHARED_DIR_ANNOTATION, TOOLBOX_REPOSITORY
 from kbc.workloads import real_node_job
 
 pytestmark = [pytest.mark.real_node, pytest.mark.gang, allure.feature("real_node")]

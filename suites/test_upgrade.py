@@ -43,7 +43,7 @@ from kbc.kueue import (
     wait_usage,
     wait_workload_of,
 )
-from kbc.nodepools import GPU
+from kbc.labels import GPU
 from kbc.snapshot import (
     Snapshot,
     ca_bundle_problems,

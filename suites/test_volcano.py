@@ -33,7 +33,7 @@ from kbc.events import involved, wait_events
 from kbc.gpu import gpu_nodes, wait_gpus_left_free
 from kbc.jobs import bound, describe_pods, node_of, requested_gpus, wait_pods_running
 from kbc.kube import Kube, Obj, condition, hold_list, hold_object, labels_of, wait_for_list
-from kbc.nodepools import GPU
+from kbc.labels import GPU
 from kbc.volcano import (
     EVICT,
     EVICTED_BY_RECLAIM,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbc.lockfile import default_lock_path
+from kbc.supply.lock import default_lock_path
 
 
 @pytest.fixture

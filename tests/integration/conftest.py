@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from kbc import paths
-from kbc.lockfile import load_lock
-from kbc.providers.local import LocalProvider
+from kbc.cluster.providers.local import LocalProvider
+from kbc.supply import paths
+from kbc.supply.lock import load_lock
 
 
 @pytest.fixture

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbc.lockfile import ChartsLock
-from kbc.net import HOST, free_port, http_ok
+from kbc.cluster.net import HOST, free_port, http_ok
 from kbc.polling import TimeoutException, poll
 from kbc.process import ProcessRef, spawn_detached, tail
-from kbc.toolchain import Toolchain
+from kbc.supply.pins import ChartsLock
+from kbc.supply.toolchain import Toolchain
 
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"

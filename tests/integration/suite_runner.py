@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbc.providers import Cluster
+from kbc.cluster.providers import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -19,8 +19,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
-from kbc.lockfile import load_lock
-from kbc.providers import Cluster
+from kbc.cluster.providers import Cluster
+from kbc.supply.lock import load_lock
 from tests.integration.commands import REPO, kbc
 from tests.integration.registries import serving
 from tests.integration.suite_runner import run_scenario

@@ -2,7 +2,7 @@
 
 The values keys that name a chart's images are the chart's own; this renders the real charts (from
 their pinned modules, as ``kbc`` resolves them) with the harness's values and the values
-:func:`kbc.charts.images.pinned_images` writes, and reads every container image of every object.
+:func:`kbc.cluster.charts.images.pinned_images` writes, and reads every container image of every object.
 Without those values the same charts run other images (staging repositories, an older tag), which
 is the negative control: a wrong key leaves the chart's own image in place and fails here.
 """
@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from kbc.charts.images import describe, pinned_images, pinned_images_file
-from kbc.charts.source import render, resolve_chart
-from kbc.components import values_files
+from kbc.cluster.charts.images import describe, pinned_images, pinned_images_file
+from kbc.cluster.charts.source import render, resolve_chart
+from kbc.cluster.components import values_files
 from kbc.errors import ChartError
-from kbc.lockfile import Component, load_lock
-from kbc.oci import mirrored, parse_mirrors
-from kbc.toolchain import Toolchain
+from kbc.supply.lock import load_lock
+from kbc.supply.oci import mirrored, parse_mirrors
+from kbc.supply.pins import Component
+from kbc.supply.toolchain import Toolchain
 
 MIRRORS = parse_mirrors(["registry.k8s.io=127.0.0.1:5000/k8s", "docker.io=mirror.example:443/hub"])
 

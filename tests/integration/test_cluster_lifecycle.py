@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from kbc import apis, paths
+from kbc import apis
+from kbc.cluster.net import port_is_free
+from kbc.cluster.providers.local import LocalProvider
 from kbc.errors import ClusterError, ProcessStartError
 from kbc.kube import connect
-from kbc.lockfile import load_lock
-from kbc.net import port_is_free
 from kbc.process import ProcessRef, command_lines
-from kbc.providers.local import LocalProvider
+from kbc.supply import paths
+from kbc.supply.lock import load_lock
 from tests.integration.commands import KBC_AS_TYPED, kbc, unique_name
 
 pytestmark = pytest.mark.cluster

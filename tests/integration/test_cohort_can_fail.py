@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbc.providers import Cluster
+from kbc.cluster.providers import Cluster
 from tests.integration.suite_runner import expect_failure
 
 pytestmark = pytest.mark.cluster

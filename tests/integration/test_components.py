@@ -14,18 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from kbc import apis, paths, timeouts
-from kbc.charts.source import resolve_chart
-from kbc.components import parse_components, parse_values
+from kbc import apis, timeouts
+from kbc.cluster.charts.source import resolve_chart
+from kbc.cluster.components import parse_components, parse_values
+from kbc.cluster.providers import Cluster, LocalProvider
+from kbc.cluster.providers.local import DeadProcess
 from kbc.errors import ChartError, ComponentError
 from kbc.jobs import node_of, phase_of, wait_job_complete
 from kbc.kube import Kube, is_true, wait_for_list, wait_until_exists
 from kbc.kueue import admission, kueue_queues, wait_admitted, wait_finished
-from kbc.lockfile import ChartsLock
 from kbc.plugins.cluster import ClusterSession
 from kbc.polling import poll
-from kbc.providers import Cluster, LocalProvider
-from kbc.providers.local import DeadProcess
+from kbc.supply import paths
+from kbc.supply.pins import ChartsLock
 from kbc.volcano import phase
 from kbc.workloads import job, jobset, vcjob
 from tests.integration.suite_runner import read_junit

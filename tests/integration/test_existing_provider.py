@@ -7,11 +7,11 @@ import io
 import pytest
 
 from kbc import apis
+from kbc.cluster.providers import Cluster
+from kbc.cluster.providers.existing import ExistingProvider
 from kbc.errors import ChartError, ContextNotAllowedError
 from kbc.kube import Kube
-from kbc.lockfile import ChartsLock
-from kbc.providers import Cluster
-from kbc.providers.existing import ExistingProvider
+from kbc.supply.pins import ChartsLock
 
 pytestmark = pytest.mark.cluster
 

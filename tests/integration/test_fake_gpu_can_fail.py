@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from kbc.cluster.providers import Cluster
 from kbc.flavors import gpu_products
 from kbc.kube import Kube
-from kbc.providers import Cluster
 from tests.integration.suite_runner import expect_failure
 
 pytestmark = pytest.mark.cluster

@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from kbc import paths
+from kbc.cluster.pools import load_pools
+from kbc.cluster.providers.kind import MARKER, KindProvider, kind_config
 from kbc.errors import ClusterError, ClusterNotFoundError, CommandError
-from kbc.lockfile import load_lock
-from kbc.nodepools import load_pools
-from kbc.oci import parse_mirrors
-from kbc.providers.kind import MARKER, KindProvider, kind_config
-from kbc.toolchain import Toolchain
+from kbc.supply import paths
+from kbc.supply.lock import load_lock
+from kbc.supply.oci import parse_mirrors
+from kbc.supply.toolchain import Toolchain
 
 STAND_IN_DOCKER = """#!/usr/bin/env python3
 import json, os, sys
@@ -84,7 +84,7 @@ def docker_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # The real pinned kind, from where it was built; everything kbc records goes to a scratch cache.
     kind = Toolchain(load_lock()).ensure(["kind"])["kind"]
     monkeypatch.setenv("KBC_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr("kbc.toolchain.Toolchain.ensure", lambda self, names: {"kind": kind})
+    monkeypatch.setattr("kbc.supply.toolchain.Toolchain.ensure", lambda self, names: {"kind": kind})
     return log
 
 
@@ -155,7 +155,7 @@ def test_a_config_kind_rejects_fails_with_kinds_words(
         config["nodes"][1]["role"] = "gpu-worker"
         return config
 
-    monkeypatch.setattr("kbc.providers.kind.kind_config", broken)
+    monkeypatch.setattr("kbc.cluster.providers.kind.kind_config", broken)
     with pytest.raises(CommandError) as failed:
         KindProvider(load_lock(), out=io.StringIO()).up("kbc-kindcheck")
     assert '"gpu-worker" is not a valid node role' in str(failed.value), str(failed.value)

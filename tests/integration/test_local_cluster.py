@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from kbc import apis, timeouts
+from kbc.cluster.providers import Cluster
 from kbc.gpu import allocatable_gpus, node_ready
 from kbc.jobs import phase_of, wait_job_complete
 from kbc.kube import Kube, hold_list, is_true, labels_of, wait_until_exists
-from kbc.lockfile import ChartsLock
-from kbc.nodepools import GPU, GPU_COUNT_LABEL, GPU_PRESENT_LABEL, PRODUCT_LABEL
-from kbc.providers import Cluster
+from kbc.labels import GPU, GPU_COUNT_LABEL, GPU_PRESENT_LABEL, PRODUCT_LABEL
+from kbc.supply.pins import ChartsLock
 from kbc.workloads import EXIT_CODE, FAIL_AFTER, job, pod
 
 pytestmark = pytest.mark.cluster

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kbc import paths
-from kbc.providers import Cluster
+from kbc.cluster.providers import Cluster
+from kbc.supply import paths
 from tests.integration.suite_runner import read_junit
 
 pytestmark = pytest.mark.cluster

@@ -20,19 +20,20 @@ from typing import Any
 
 import pytest
 
-from kbc import apis, paths
-from kbc.kube import connect, is_true
-from kbc.lockfile import load_lock
-from kbc.nodepools import HOSTNAME_LABEL, REAL_NODE_LABEL, TOOLBOX_REPOSITORY
-from kbc.providers.local import LocalProvider, RealNodeOptions
-from kbc.providers.local import _realnode as realnode
-from kbc.providers.local._realnode import (
+from kbc import apis
+from kbc.cluster.providers.local import LocalProvider, RealNodeOptions
+from kbc.cluster.providers.local import _realnode as realnode
+from kbc.cluster.providers.local._realnode import (
     RealNodeError,
     RealNodeRecord,
     bridge_name,
     leftovers,
     socket_dir_of,
 )
+from kbc.kube import connect, is_true
+from kbc.labels import HOSTNAME_LABEL, REAL_NODE_LABEL, TOOLBOX_REPOSITORY
+from kbc.supply import paths
+from kbc.supply.lock import load_lock
 from tests.integration.commands import KBC_AS_TYPED, REPO, kbc, unique_name
 
 pytestmark = [pytest.mark.cluster]
@@ -331,7 +332,7 @@ def test_a_bridge_that_already_exists_is_refused(
 
 
 def test_not_root_is_refused(cleanup_names: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kbc.providers.local._realnode.os.geteuid", lambda: 1000)
+    monkeypatch.setattr("kbc.cluster.providers.local._realnode.os.geteuid", lambda: 1000)
     error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "root" and "uid 1000" in str(error) and "sudo" in str(error)
 
@@ -370,7 +371,7 @@ def test_no_non_loopback_address_is_refused(
             return subprocess.CompletedProcess(command, 0, "[]", "")
         return real_run(command, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr("kbc.providers.local._realnode.subprocess.run", only_loopback)
+    monkeypatch.setattr("kbc.cluster.providers.local._realnode.subprocess.run", only_loopback)
     error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "node-ip" and "ip link add dummy0" in str(error)
 

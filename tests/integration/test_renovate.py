@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from kbc.lockfile import ChartsLock, load_lock
-from kbc.toolchain.npm import ensure_node_tool, node_binary
+from kbc.supply.lock import load_lock
+from kbc.supply.pins import ChartsLock
+from kbc.supply.toolchain.npm import ensure_node_tool, node_binary
 
 REPO = Path(__file__).resolve().parents[2]
 Dep = tuple[str, str, str, tuple[str, ...]]

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbc.charts.source import resolve_chart
-from kbc.lockfile import ChartsLock
-from kbc.providers import Cluster
+from kbc.cluster.charts.source import resolve_chart
+from kbc.cluster.providers import Cluster
+from kbc.supply.pins import ChartsLock
 from tests.integration.suite_runner import expect_failure
 
 pytestmark = pytest.mark.cluster

@@ -26,15 +26,17 @@ import pytest
 import yaml
 
 from kbc import apis
-from kbc.charts.helm import install_chart, pull_chart, released_app_version
-from kbc.charts.images import pinned_images_file
-from kbc.charts.source import resolve_chart
+from kbc.cluster.charts.helm import install_chart, pull_chart, released_app_version
+from kbc.cluster.charts.images import pinned_images_file
+from kbc.cluster.charts.source import resolve_chart
+from kbc.cluster.providers import LocalProvider
 from kbc.errors import ChartError, DigestMismatchError
 from kbc.kube import connect
-from kbc.lockfile import ChartsLock, Component, default_lock_path, digest_fields, load_lock
-from kbc.oci import mirrored, parse_mirrors
-from kbc.providers import LocalProvider
-from kbc.toolchain import Toolchain
+from kbc.supply.digests import digest_fields
+from kbc.supply.lock import default_lock_path, load_lock
+from kbc.supply.oci import mirrored, parse_mirrors
+from kbc.supply.pins import ChartsLock, Component
+from kbc.supply.toolchain import Toolchain
 from tests.integration.commands import kbc
 from tests.integration.registries import Registry, chart_repository, running_registry
 

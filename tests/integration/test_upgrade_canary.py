@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kbc.lockfile import load_lock
+from kbc.supply.lock import load_lock
 from tests.integration.suite_runner import InnerRun, run_pytest
 
 pytestmark = pytest.mark.cluster

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from kbc.providers import Cluster
+from kbc.cluster.providers import Cluster
 from tests.integration.suite_runner import expect_failure
 
 pytestmark = pytest.mark.cluster

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from kbc import apis
+from kbc.cluster.providers import Cluster
 from kbc.errors import ConsistencyViolation, KubeApiError, WaitGaveUp, WaitTimeout
 from kbc.kube import Kube, Obj, connect, hold_list, is_true, observe, wait_for_list, wait_until_exists
 from kbc.polling import poll
-from kbc.providers import Cluster
 from kbc.workloads import pod
 
 pytestmark = pytest.mark.cluster

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbc.lockfile import load_lock
-from kbc.toolchain import Toolchain
+from kbc.supply.lock import load_lock
+from kbc.supply.toolchain import Toolchain
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))

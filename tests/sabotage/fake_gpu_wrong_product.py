@@ -12,7 +12,7 @@ from typing import Any
 from kbc import apis
 from kbc.gpu import allocatable_gpus
 from kbc.kube import Kube, labels_of
-from kbc.nodepools import PRODUCT_LABEL
+from kbc.labels import PRODUCT_LABEL
 
 
 def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from kbc import apis
 from kbc.flavors import find_flavors_without_nodes, product_key
-from kbc.nodepools import PRODUCT_LABEL
+from kbc.labels import PRODUCT_LABEL
 
 
 def flavor(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:

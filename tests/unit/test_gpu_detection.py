@@ -10,9 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kbc.cluster.pools import NodePool, kwok_nodes
+from kbc.cluster.providers.kind import kind_config
 from kbc.gpu import classify_gpu_nodes, harness_made, repelling_taints
-from kbc.nodepools import GPU, POOL_LABEL, PRODUCT_LABEL, REAL_NODE_LABEL, NodePool, kwok_nodes
-from kbc.providers.kind import kind_config
+from kbc.labels import GPU, POOL_LABEL, PRODUCT_LABEL, REAL_NODE_LABEL
 
 Node = dict[str, Any]
 GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}

@@ -11,7 +11,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from kbc.charts.helm import chart_crds
+from kbc.cluster.charts.helm import chart_crds
 
 
 def test_chart_crds_are_the_crds_folder_only(tmp_path: Path) -> None:

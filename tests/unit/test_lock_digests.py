@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kbc.errors import LockFileError
-from kbc.lockfile import default_lock_path, digest_fields, parse_lock, with_digests
+from kbc.supply.digests import digest_fields, with_digests
+from kbc.supply.lock import default_lock_path, parse_lock
 
 DIGEST = "sha256:" + "ab" * 32
 

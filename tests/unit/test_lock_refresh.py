@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from kbc.errors import RegistryError
-from kbc.lockcmd import check, refresh
-from kbc.lockfile import DigestField, default_lock_path, digest_fields, load_lock
-from kbc.oci import Mirror, mirrored, parse_mirrors, split_repository
+from kbc.supply.digests import DigestField, digest_fields
+from kbc.supply.lock import default_lock_path, load_lock
+from kbc.supply.oci import Mirror, mirrored, parse_mirrors, split_repository
+from kbc.supply.refresh import check, refresh
 
 
 def served(field: DigestField, mirrors: Sequence[Mirror]) -> str:

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from kbc.errors import LockFileError
-from kbc.lockfile import (
+from kbc.supply.lock import (
     REQUIRED_COMPONENTS,
     REQUIRED_TEST_IMAGES,
     REQUIRED_TOOLS,
     default_lock_path,
     load_lock,
-    load_upgrade_source,
-    parse_image,
 )
+from kbc.supply.pins import parse_image
+from kbc.supply.upgrade_from import load_upgrade_source
 
 
 def test_repository_lock_loads_with_every_pin() -> None:

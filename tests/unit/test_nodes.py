@@ -7,19 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kbc import paths
+from kbc.cluster.pools import kind_worker_names, kwok_nodes, load_pools
+from kbc.cluster.providers.kind import kind_config
 from kbc.errors import NodePoolError
-from kbc.nodepools import (
-    GPU,
-    HOSTNAME_LABEL,
-    KWOK_ANNOTATION,
-    KWOK_TYPE_LABEL,
-    POOL_LABEL,
-    kind_worker_names,
-    kwok_nodes,
-    load_pools,
-)
-from kbc.providers.kind import kind_config
+from kbc.labels import GPU, HOSTNAME_LABEL, KWOK_ANNOTATION, KWOK_TYPE_LABEL, POOL_LABEL
+from kbc.supply import paths
 
 
 def test_repository_pools_make_cpu_and_gpu_nodes() -> None:

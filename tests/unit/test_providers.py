@@ -13,24 +13,26 @@ from typing import Any
 import pytest
 import yaml
 
-from kbc import apis, paths
+from kbc import apis
+from kbc.cluster.pools import load_pools
+from kbc.cluster.providers import ProviderOptions, get_provider, resolve_provider_name
+from kbc.cluster.providers.existing import ExistingProvider
+from kbc.cluster.providers.kind import KindProvider, advertise_pools, kind_config
 from kbc.errors import (
     ContextNotAllowedError,
     ProviderNotAvailableError,
     ToolMissingError,
 )
 from kbc.kube import Kube
-from kbc.lockfile import load_lock
-from kbc.nodepools import POOL_LABEL, load_pools
-from kbc.providers import ProviderOptions, get_provider, resolve_provider_name
-from kbc.providers.existing import ExistingProvider
-from kbc.providers.kind import KindProvider, advertise_pools, kind_config
+from kbc.labels import POOL_LABEL
+from kbc.supply import paths
+from kbc.supply.lock import load_lock
 
 
 def test_auto_is_local_without_a_privileged_docker(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kbc.providers.docker_runs_privileged", lambda: False)
+    monkeypatch.setattr("kbc.cluster.providers.docker_runs_privileged", lambda: False)
     assert resolve_provider_name("auto") == "local"
-    monkeypatch.setattr("kbc.providers.docker_runs_privileged", lambda: True)
+    monkeypatch.setattr("kbc.cluster.providers.docker_runs_privileged", lambda: True)
     assert resolve_provider_name("auto") == "kind"
     with pytest.raises(ProviderNotAvailableError, match="unknown provider 'kund'"):
         resolve_provider_name("kund")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kbc.providers.local import _realnode as realnode
+from kbc.cluster.providers.local import _realnode as realnode
 
 
 def test_gpu_feature_discovery_labels_are_read_as_written() -> None:

@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from kbc import paths, timeouts
+from kbc import timeouts
 from kbc.errors import TimeoutScaleError
+from kbc.supply import paths
 
 
 @pytest.fixture(autouse=True)

@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from kbc import paths
 from kbc.errors import BuildPrerequisiteError, ToolMissingError, UnknownBinaryError
-from kbc.lockfile import BinarySpec, GoBuild, load_lock
-from kbc.toolchain import STAMP, Toolchain, check_cgo
-from kbc.toolchain._gomod import GoMod, Replace, generated_main, parse_gomod, wrapper_gomod
+from kbc.supply import paths
+from kbc.supply.lock import load_lock
+from kbc.supply.pins import BinarySpec, GoBuild
+from kbc.supply.toolchain import STAMP, Toolchain, check_cgo
+from kbc.supply.toolchain._gomod import GoMod, Replace, generated_main, parse_gomod, wrapper_gomod
 
 GO = shutil.which("go")
 needs_go = pytest.mark.skipif(GO is None, reason="parsing go.mod uses the go command, which is not on PATH")
