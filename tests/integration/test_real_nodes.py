@@ -22,14 +22,9 @@ import pytest
 
 from kbc import apis
 from kbc.cluster.providers.local import LocalProvider, RealNodeOptions
-from kbc.cluster.providers.local import _realnode as realnode
-from kbc.cluster.providers.local._realnode import (
-    RealNodeError,
-    RealNodeRecord,
-    bridge_name,
-    leftovers,
-    socket_dir_of,
-)
+from kbc.cluster.providers.local._realnode import RealNodeError, RealNodeRecord, leftovers
+from kbc.cluster.providers.local._realnode import preflight as realnode_preflight
+from kbc.cluster.providers.local._realnode.model import bridge_name, socket_dir_of
 from kbc.kube import connect, is_true
 from kbc.labels import HOSTNAME_LABEL, REAL_NODE_LABEL, TOOLBOX_REPOSITORY
 from kbc.supply import paths
@@ -332,7 +327,7 @@ def test_a_bridge_that_already_exists_is_refused(
 
 
 def test_not_root_is_refused(cleanup_names: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kbc.cluster.providers.local._realnode.os.geteuid", lambda: 1000)
+    monkeypatch.setattr("kbc.cluster.providers.local._realnode.preflight.os.geteuid", lambda: 1000)
     error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "root" and "uid 1000" in str(error) and "sudo" in str(error)
 
@@ -342,7 +337,7 @@ def test_no_overlay_filesystem_is_refused(
 ) -> None:
     filesystems = tmp_path / "filesystems"
     filesystems.write_text("nodev\tsysfs\nnodev\ttmpfs\n\text4\n")
-    monkeypatch.setattr(realnode, "PROC_FILESYSTEMS", filesystems)
+    monkeypatch.setattr(realnode_preflight, "PROC_FILESYSTEMS", filesystems)
     error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "overlay" and "modprobe overlay" in str(error)
 
@@ -356,7 +351,7 @@ def test_missing_cgroup_controllers_are_named(
     else:
         for hierarchy in ("cpu,cpuacct", "pids", "devices"):
             (tmp_path / hierarchy).mkdir()
-    monkeypatch.setattr(realnode, "CGROUP_ROOT", tmp_path)
+    monkeypatch.setattr(realnode_preflight, "CGROUP_ROOT", tmp_path)
     error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "cgroups" and f"cgroup v{version} without the memory" in str(error), str(error)
 
@@ -371,7 +366,7 @@ def test_no_non_loopback_address_is_refused(
             return subprocess.CompletedProcess(command, 0, "[]", "")
         return real_run(command, *args, **kwargs)  # type: ignore[call-overload]
 
-    monkeypatch.setattr("kbc.cluster.providers.local._realnode.subprocess.run", only_loopback)
+    monkeypatch.setattr("kbc.cluster.providers.local._realnode.preflight.subprocess.run", only_loopback)
     error = preflight_fails(cleanup_names, RealNodeOptions(count=1))
     assert error.check == "node-ip" and "ip link add dummy0" in str(error)
 
