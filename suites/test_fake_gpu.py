@@ -438,13 +438,18 @@ def test_flavor_matching_no_node_admits_by_quota_and_its_pods_never_schedule(
             f"Workload {workload} was expected to keep its admission (Kueue does not look at nodes); "
             f"Admitted is now {condition(still, 'Admitted')}"
         )
-    with allure.step("report the silent misconfiguration"):
-        for diagnosis in (f for f in flavors_without_nodes(kube) if f.name == flavor):
-            allure.attach(
-                f"{diagnosis.explain()}\n\nObserved: Workload {workload} Admitted=True; pod "
-                f"{stranded['metadata']['name']} Pending for the consistency window; "
-                f"scheduler: {event['message']}",
-                name="silent misconfiguration",
-                attachment_type=allure.attachment_type.TEXT,
-            )
-            warnings.warn(diagnosis.warning(), stacklevel=1)
+    with allure.step("the harness's diagnostic finds the flavor that matches no node, and reports it"):
+        found = [f for f in flavors_without_nodes(kube) if f.name == flavor]
+        assert found, (
+            f"flavors_without_nodes() missed ResourceFlavor {flavor} (nodeLabels {PRODUCT_LABEL}="
+            f"{NO_SUCH_PRODUCT}, which no node carries): the diagnostic platform teams run would say nothing"
+        )
+        (diagnosis,) = found
+        allure.attach(
+            f"{diagnosis.explain()}\n\nObserved: Workload {workload} Admitted=True; pod "
+            f"{stranded['metadata']['name']} Pending for the consistency window; "
+            f"scheduler: {event['message']}",
+            name="silent misconfiguration",
+            attachment_type=allure.attachment_type.TEXT,
+        )
+        warnings.warn(diagnosis.warning(), stacklevel=1)

@@ -90,7 +90,7 @@ def test_queued_gpu_job_sees_its_gpu(
         workload = wait_workload_of(kube, created, namespace)["metadata"]["name"]
         wait_admitted(kube, workload, namespace)
     with allure.step("the Job completes (image pull included) and its Workload finishes Succeeded"):
-        wait_job_complete(kube, "nvidia-smi", namespace, timeout=timeouts.IMAGE_PULL)
+        wait_job_complete(kube, namespace, "nvidia-smi", timeout=timeouts.IMAGE_PULL)
         finished = wait_finished(kube, workload, namespace)
         assert (condition(finished, "Finished") or {}).get("reason") == "Succeeded", condition(
             finished, "Finished"
@@ -136,7 +136,7 @@ def test_only_a_pod_that_requests_a_gpu_sees_one(
     logs = {}
     with allure.step("both complete, each listing the GPU devices it sees"):
         for name in jobs:
-            wait_job_complete(kube, name, namespace, timeout=timeouts.IMAGE_PULL)
+            wait_job_complete(kube, namespace, name, timeout=timeouts.IMAGE_PULL)
             (pod,) = job_pods(kube, namespace, name)
             logs[name] = kube.pod_log(pod["metadata"]["name"], namespace, container="cuda")
             allure.attach(

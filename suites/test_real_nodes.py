@@ -18,6 +18,7 @@ import allure
 import pytest
 
 from kbc import apis, timeouts
+from kbc.errors import ClusterError
 from kbc.jobs import bound, describe_pods, job_pods, phase_of, wait_job_complete
 from kbc.kube import Kube, Obj, hold_list, is_true, wait_for_list
 from kbc.kueue import QueueFactory, Queues, wait_admitted, wait_workload_of
@@ -43,21 +44,30 @@ def _millis(quantity: str) -> int:
 
 @pytest.fixture
 def real_node(kube: Kube) -> RealNode:
-    """A Ready real node with the toolbox image; skips, saying how to get one, where there is none."""
+    """One Ready real node with the toolbox image, which the scenario pins its pods to (with several, the
+    first by name); skips, saying how to get one, where there is none."""
     nodes = [n for n in kube.list(apis.NODE, labels={REAL_NODE_LABEL: "true"}) if is_true(n, "Ready")]
     if not nodes:
         pytest.skip(
             "no real node in this cluster: start one with --real-nodes 1 (local provider, as root; "
             "make test does)"
         )
-    node = nodes[0]
-    images = [name for image in node["status"].get("images", []) for name in image.get("names", [])]
-    toolbox = next((name for name in images if name.startswith(TOOLBOX_REPOSITORY + ":")), None)
-    assert toolbox, f"real node {node['metadata']['name']} lists no {TOOLBOX_REPOSITORY} image: {images}"
+    node = min(nodes, key=lambda n: str(n["metadata"]["name"]))
+    name = node["metadata"]["name"]
+    images = [i for image in node["status"].get("images", []) for i in image.get("names", [])]
+    toolbox = next((i for i in images if i.startswith(TOOLBOX_REPOSITORY + ":")), None)
     shared = node["metadata"].get("annotations", {}).get(SHARED_DIR_ANNOTATION, "")
-    assert shared, f"real node {node['metadata']['name']} has no {SHARED_DIR_ANNOTATION} annotation"
-    cpu = _millis(str(node["status"]["allocatable"]["cpu"]))
-    return RealNode(node["metadata"]["name"], toolbox, shared, cpu)
+    # What the provider gave the node is the harness's to get right: without it the test is broken,
+    # not failed.
+    if not toolbox:
+        raise ClusterError(
+            f"real node {name} lists no {TOOLBOX_REPOSITORY} image (the provider imports it): {images}"
+        )
+    if not shared:
+        raise ClusterError(
+            f"real node {name} has no {SHARED_DIR_ANNOTATION} annotation (the provider sets it)"
+        )
+    return RealNode(name, toolbox, shared, _millis(str(node["status"]["allocatable"]["cpu"])))
 
 
 def rendezvous(namespace: str, job: str) -> list[str]:
@@ -84,6 +94,7 @@ def test_a_gang_admitted_whole_meets_and_completes(
                 pods=GANG,
                 shared_dir=real_node.shared_dir,
                 queue=queues.local_queue,
+                node=real_node.name,
             ),
             namespace=namespace,
         )
@@ -92,10 +103,8 @@ def test_a_gang_admitted_whole_meets_and_completes(
         workload = wait_workload_of(kube, created, namespace)["metadata"]["name"]
         wait_admitted(kube, workload, namespace)
     with allure.step(f"all {GANG} workers meet and the Job completes on {real_node.name}"):
-        wait_job_complete(kube, "meet", namespace, timeout=timeouts.POD_START)
-        pods = job_pods(kube, namespace, "meet")
-        assert {p["spec"].get("nodeName") for p in pods} == {real_node.name}, describe_pods(pods)
-        said = logs(kube, namespace, pods)
+        wait_job_complete(kube, namespace, "meet", timeout=timeouts.POD_START)
+        said = logs(kube, namespace, job_pods(kube, namespace, "meet"))
         allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="worker logs")
         met = [name for name, log in said.items() if f"all {GANG} peers arrived" in log]
         assert len(met) == GANG, f"every worker should have seen all {GANG} peers; their logs: {said}"
@@ -117,6 +126,7 @@ def test_without_kueue_a_partly_placed_gang_hangs_at_its_rendezvous(
                 pods=GANG,
                 cpu=cpu,
                 shared_dir=real_node.shared_dir,
+                node=real_node.name,
             ),
             namespace=namespace,
         )

@@ -45,6 +45,8 @@ from kbc.kueue import (
 )
 from kbc.labels import GPU
 from kbc.snapshot import (
+    ABSENT,
+    KEPT_PROPERTY,
     Snapshot,
     ca_bundle_problems,
     compare,
@@ -228,10 +230,10 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             map(str, changes)
         )
         pods = before.of_kind(apis.POD)
-        workloads = [w for w in before.of_kind(apis.WORKLOAD).values() if w["admission"] != "(none)"]
+        workloads = [w for w in before.of_kind(apis.WORKLOAD).values() if w["admission"] != ABSENT]
         kept = {"objects": len(before.objects), "admitted": len(workloads), "pods": len(pods)}
         # Read by the canary's summary line (record_property would warn under junit_family xunit2).
-        request.node.user_properties.append(("upgrade_kept", kept))
+        request.node.user_properties.append((KEPT_PROPERTY, kept))
     with allure.step("verify: each ClusterQueue's usage is the sum over its admitted Workloads"):
         listed = kube.list(apis.WORKLOAD, namespace=namespace)
         for member, queue in cohort.cluster_queues.items():

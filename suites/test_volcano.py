@@ -1,7 +1,8 @@
 """Volcano: gang scheduling, a queue capped at zero, and reclaim between queues by weight.
 
-Against the real vc-controller-manager and vc-scheduler (actions enqueue, allocate, preempt,
-reclaim, backfill; plugins gang, overcommit, proportion, ...), these scenarios prove that
+Against the real vc-controller-manager and vc-scheduler (the chart's actions and plugins; the reclaim
+scenario needs the preempt and reclaim actions too, which the harness merges into the chart's scheduler
+configuration), these scenarios prove that
 
 - a vcjob gang (``minAvailable`` = all 4 pods) on a node with only 3 free GPUs binds no pod at
   all for as long as it does not fit, and its PodGroup says why (``Unschedulable`` /
@@ -32,7 +33,7 @@ from kbc import apis, timeouts
 from kbc.events import involved, wait_events
 from kbc.gpu import gpu_nodes, wait_gpus_left_free
 from kbc.jobs import bound, describe_pods, node_of, requested_gpus, wait_pods_running
-from kbc.kube import Kube, Obj, condition, hold_list, hold_object, labels_of, wait_for_list
+from kbc.kube import Kube, Obj, condition, hold_list, hold_object, hold_together, labels_of, wait_for_list
 from kbc.labels import GPU
 from kbc.volcano import (
     EVICT,
@@ -57,6 +58,7 @@ from kbc.volcano import (
     wait_podgroup_of,
     wait_vcjob_phase,
 )
+from kbc.volcano.settings import PREEMPT_AND_RECLAIM
 from kbc.workloads import vcjob
 
 pytestmark = [pytest.mark.volcano, allure.epic("Volcano")]
@@ -192,24 +194,37 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Kube, namespace: str,
             timeout=timeouts.LONG,
             what=f"the {GANG_SIZE} pods of vcjob gang",
         )
-    with allure.step("for the consistency window: no pod bound, the PodGroup Inqueue and Unschedulable"):
-        hold_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={JOB_NAME_LABEL: "gang"},
-            holds=lambda pods: partial(pods) is None,
-            describe=lambda pods: f"{partial(pods)}\n{describe_pods(pods)}",
-            what=f"zero of {GANG_SIZE} gang pods bound while only {GANG_SIZE - 1} GPUs are free on {node}",
-        )
-        after = kube.get(apis.PODGROUP, pg_name, namespace)
-        assert phase(after) == INQUEUE, (
-            f"PodGroup {pg_name} should wait Inqueue (its pods exist):\n{describe_podgroup(after)}"
-        )
-        assert unschedulable(after), f"the Unschedulable condition went away:\n{describe_podgroup(after)}"
-        job_phase = phase(kube.get(apis.VCJOB, "gang", namespace))
-        assert job_phase == PENDING, (
-            f"vcjob gang should be Pending while its gang does not fit, is {job_phase!r}"
+    with allure.step(
+        "for the consistency window, watched together: no pod bound, the PodGroup Inqueue and "
+        "Unschedulable, the vcjob Pending"
+    ):
+        hold_together(
+            lambda: hold_list(
+                kube,
+                apis.POD,
+                namespace=namespace,
+                labels={JOB_NAME_LABEL: "gang"},
+                holds=lambda pods: partial(pods) is None,
+                describe=lambda pods: f"{partial(pods)}\n{describe_pods(pods)}",
+                what=f"zero of {GANG_SIZE} gang pods bound, only {GANG_SIZE - 1} GPUs being free on {node}",
+            ),
+            lambda: hold_object(
+                kube,
+                apis.PODGROUP,
+                pg_name,
+                namespace=namespace,
+                holds=lambda pg: pg is not None and phase(pg) == INQUEUE and unschedulable(pg),
+                describe=describe_podgroup,
+                what=f"PodGroup {pg_name} {INQUEUE} and {UNSCHEDULABLE} while its gang does not fit",
+            ),
+            lambda: hold_object(
+                kube,
+                apis.VCJOB,
+                "gang",
+                namespace=namespace,
+                holds=lambda vj: vj is not None and phase(vj) == PENDING,
+                what=f"vcjob gang {PENDING} while its gang does not fit",
+            ),
         )
     with allure.step("the scheduler and the job controller report it as events"):
         wait_events(
@@ -352,6 +367,7 @@ def weighted_queues(make_volcano_queue: VolcanoQueueFactory) -> WeightedQueues:
 
 @pytest.mark.cohort
 @pytest.mark.serial
+@pytest.mark.needs(PREEMPT_AND_RECLAIM)
 @allure.feature("cohort")
 @allure.story(
     "a weight-3 queue reclaims GPUs from a weight-1 queue that holds them all, up to its weighted share"

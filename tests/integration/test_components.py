@@ -58,7 +58,7 @@ def test_kueue_suspends_a_queued_job_and_admits_it_once_quota_exists(
         name = workload["metadata"]["name"]
         admitted = wait_admitted(kube, name, namespace)
         assert admission(admitted)["clusterQueue"] == queues.cluster_queue
-        done = wait_job_complete(kube, "queued", namespace)
+        done = wait_job_complete(kube, namespace, "queued")
         assert done["status"]["succeeded"] == 2
         wait_finished(kube, name, namespace)
 

@@ -43,7 +43,7 @@ def test_control_plane_reports_the_pinned_version(
 
 def test_job_whose_pods_ask_to_complete_reaches_complete(kube: Kube, namespace: str) -> None:
     kube.create(job("done", pods=3, run_for="2s"), namespace=namespace)
-    finished = wait_job_complete(kube, "done", namespace)
+    finished = wait_job_complete(kube, namespace, "done")
     assert finished["status"]["succeeded"] == 3
     pods = kube.list(apis.POD, namespace=namespace, labels={"job-name": "done"})
     assert len(pods) == 3 and all(phase_of(p) == "Succeeded" for p in pods)

@@ -1,5 +1,5 @@
-"""The README's "Writing your own scenario" example runs as written, in a directory of its own: it
-passes on the session's cluster, and fails with its sabotage plugin loaded."""
+"""The example of docs/writing-scenarios.md runs as written, in a directory of its own with
+--strict-markers: it passes on the session's cluster, and fails with its sabotage plugin loaded."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ pytestmark = pytest.mark.cluster
 
 
 def readme_files() -> dict[str, str]:
-    """The README's python blocks that start with a ``# <file name>`` line, by file name."""
-    readme = (paths.repo_root() / "README.md").read_text()
+    """The python blocks of docs/writing-scenarios.md that start with a ``# <file name>`` line, by name."""
+    readme = (paths.repo_root() / "docs" / "writing-scenarios.md").read_text()
     blocks = re.findall(r"```python\n(# (\S+\.py)[^\n]*\n.*?)```", readme, flags=re.S)
     return {name: text for text, name in blocks}
 
@@ -30,7 +30,7 @@ def run_example(tmp_path: Path, cluster: Cluster, *plugins: str) -> tuple[dict[s
         (tmp_path / name).write_text(text)
     junit = tmp_path / "junit.xml"
     args = [sys.executable, "-m", "pytest", "test_team_queue.py", "--cluster-name", cluster.name]
-    args += ["--components", "none", "-p", "no:cacheprovider", "--junitxml", str(junit)]
+    args += ["--components", "none", "-p", "no:cacheprovider", "--strict-markers", "--junitxml", str(junit)]
     for plugin in plugins:
         args += ["-p", plugin]
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}

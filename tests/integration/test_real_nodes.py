@@ -243,14 +243,16 @@ def test_sigint_while_the_real_node_starts_leaves_nothing(cleanup_names: list[st
 
 
 def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> None:
-    """The rendezvous suite in a session of its own, on a cluster it makes and removes."""
+    """The rendezvous suite in a session of its own, on a cluster with two real nodes it makes and removes:
+    the scenarios pin their pods to one real node, so a second one cannot spread a gang across nodes
+    (which would fail the rendezvous, and let the negative control's third worker run)."""
     name = unique_name("realsession")
     seen = tmp_path / "records.json"
     # A conftest-free observer: records the real node as the session sees it, before teardown.
     observer = tmp_path / "observe_real_nodes.py"
     observer.write_text(
         "import json, pathlib\n"
-        "from kbc import paths\n"
+        "from kbc.supply import paths\n"
         "def pytest_runtest_teardown(item):\n"
         f"    state = paths.clusters_dir() / {name!r} / 'state.json'\n"
         "    if state.exists():\n"
@@ -268,7 +270,7 @@ def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> 
             "--components",
             "kueue",
             "--real-nodes",
-            "1",
+            "2",
             "-p",
             "observe_real_nodes",
             "-p",
@@ -285,6 +287,7 @@ def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> 
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "2 passed" in run.stdout, run.stdout[-2000:]
     records = [RealNodeRecord.from_dict(d) for d in json.loads(seen.read_text()).values()]
+    assert len(records) == 2, records
     assert_host_as_it_was(records)
     assert not (paths.clusters_dir() / name).exists()
 

@@ -10,16 +10,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
-from kbc.cluster.charts.source import resolve_chart
-from kbc.cluster.providers import Cluster
+from kbc.cluster.charts.config import running_config
+from kbc.cluster.providers import Cluster, get_provider
+from kbc.kube import connect
+from kbc.kueue.settings import without_integration
 from kbc.supply.pins import ChartsLock
 from tests.integration.suite_runner import expect_failure
 
@@ -116,43 +115,20 @@ def test_gpu_quota_fails_when_the_namespace_cap_is_far_too_high(cluster: Cluster
 
 
 @pytest.fixture
-def kueue_without_batch_job(tmp_path: Path, charts_lock: ChartsLock) -> Iterator[Cluster]:
-    """A cluster whose Kueue has the batch/job integration turned off through a values file."""
-    chart = resolve_chart(charts_lock.components["kueue"], "module").path
-    values = yaml.safe_load((chart / "values.yaml").read_text())
-    config = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
-    frameworks = config["integrations"]["frameworks"]
-    assert "batch/job" in frameworks, "the chart's default config manages Jobs"
-    config["integrations"]["frameworks"] = [f for f in frameworks if f != "batch/job"]
-    broken = tmp_path / "kueue-without-batch-job.yaml"
-    broken.write_text(
-        yaml.safe_dump({"managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config)}})
-    )
+def kueue_without_batch_job(charts_lock: ChartsLock) -> Iterator[Cluster]:
+    """A cluster whose Kueue does not manage Jobs: the batch/job integration taken out of the chart's own
+    configuration through the configuration seam (every other framework kept)."""
     name = f"kbc-nojob-{os.getpid()}"
-    kbc = [sys.executable, "-m", "kbc.cli", "cluster"]
-    up = [*kbc, "up", "--name", name, "--provider", "local", "--components", "kueue"]
-    proc = subprocess.run(
-        [*up, "--values", f"kueue={broken}"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    provider = get_provider("local", charts_lock)
     try:
-        assert proc.returncode == 0, proc.stderr
-        kubeconfig = Path(proc.stdout.strip().splitlines()[-1].removeprefix("KUBECONFIG="))
-        yield Cluster(name, "local", kubeconfig, True)
+        made = provider.up(name, components=("kueue",), config=[without_integration("batch/job")])
+        with connect(made.kubeconfig) as kube:
+            running = running_config(kube, "kueue", charts_lock.components["kueue"].namespace) or {}
+        frameworks = (running.get("integrations") or {}).get("frameworks") or []
+        assert "batch/job" not in frameworks and "pod" in frameworks, frameworks
+        yield made
     finally:
-        down = subprocess.run(
-            [*kbc, "down", "--name", name, "--provider", "local"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-        assert down.returncode == 0, f"cluster {name} was not removed: {down.stderr}"
+        provider.down(name)
 
 
 def test_quota_zero_fails_when_kueue_does_not_manage_jobs(kueue_without_batch_job: Cluster) -> None:

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from kbc.plugins.canary import selects
+
 REPO = Path(__file__).resolve().parents[2]
 CANARY = "suites/test_upgrade.py::test_an_upgrade_keeps_every_queue_quota_and_running_workload"
 
@@ -40,7 +42,12 @@ def test_every_suite_runs_on_the_old_pins_then_the_canary_upgrades_then_every_su
     args: tuple[str, ...],
 ) -> None:
     ids, plain = collected(*args), collected()
-    assert ids == [*on_pins(plain, "old"), CANARY, *on_pins(plain, "new")]
+    # A scenario that needs a cluster of its own configuration is not run twice: it is skipped (the
+    # canary upgrades one cluster), after the rest, with the other scenarios of its configuration.
+    own = [nodeid for nodeid in plain if nodeid.endswith("[kueue-fair-sharing]")]
+    shared = [nodeid for nodeid in plain if nodeid not in own]
+    assert own, "no scenario with a configuration of its own collected"
+    assert ids == [*on_pins(shared, "old"), CANARY, *on_pins(shared, "new"), *own]
 
 
 def test_a_capability_selection_keeps_the_upgrade_between_the_two_runs() -> None:
@@ -63,3 +70,53 @@ def test_kbc_canary_hands_the_options_it_does_not_know_to_pytest() -> None:
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
     gang = collected("-m", "gang")
     assert ids == [*on_pins(gang, "old"), CANARY, *on_pins(gang, "new")]
+
+
+@pytest.mark.parametrize(
+    "expression, on",
+    [
+        ("upgrade", True),
+        ("upgrade and gang", True),
+        ("(upgrade)", True),
+        ("gang or upgrade", True),
+        ("upgrade  and  kueue", True),
+        ("upgrade(kind=local)", True),
+        ("not upgrade", False),
+        ("not (upgrade)", False),
+        ("not  upgrade", False),
+        ("gang", False),
+        ("gang and not upgrade", False),
+        ("upgrade or not upgrade", False),
+        ("upgrade_extra", False),
+        ("not (gang and not upgrade)", True),
+    ],
+)
+def test_the_canary_is_on_only_when_the_expression_selects_the_upgrade_marker(
+    expression: str, on: bool
+) -> None:
+    assert selects(expression, "upgrade") is on
+
+
+def test_a_scenario_that_needs_a_cluster_of_its_own_is_skipped_by_the_canary_with_the_reason() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites",
+            "-m",
+            "upgrade",
+            "--collect-only",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "fair",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "[kueue-fair-sharing]" in proc.stdout, proc.stdout + proc.stderr

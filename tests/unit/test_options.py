@@ -161,3 +161,16 @@ def test_pytest_refuses_a_bad_variable_with_its_name_not_a_traceback() -> None:
     assert done.returncode == 4, done.stdout + done.stderr
     assert "$KBC_REAL_NODES='two': expected a whole number" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_readme_table_names_every_option_with_its_variable() -> None:
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("## Options") : readme.index("## The suites")]
+    rows = [line for line in table.splitlines() if line.startswith("| `--")]
+    for option in OPTIONS:
+        row = next((r for r in rows if re.search(rf"`{option.name}[` ]", r.split("|")[1])), None)
+        assert row is not None, f"README's options table has no row for {option.name}"
+        assert f"`{option.env}`" in row, f"README's row for {option.name} does not name ${option.env}: {row}"
+    named = {m for row in rows for m in re.findall(r"`(--[a-z-]+)", row.split("|")[1])}
+    known = {o.name for o in OPTIONS} | {a for o in OPTIONS for a in o.aliases}
+    assert named <= known, f"README names options the table does not hold: {sorted(named - known)}"

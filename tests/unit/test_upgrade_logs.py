@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbc.plugins.upgrade import trouble
+from kbc.report.canary import trouble
 
 APISERVER = (
     'E1123 12:57:06.123456   4242 dispatcher.go:214] "Unhandled Error" err="failed calling webhook '
