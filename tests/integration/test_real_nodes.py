@@ -78,8 +78,10 @@ def up_real(name: str, count: int, *extra: str) -> subprocess.CompletedProcess[s
 
 def test_real_nodes_join_run_a_pod_whose_log_is_read_and_leave_nothing(cleanup_names: list[str]) -> None:
     """One real node, then a second one added to the running cluster: each is Ready with its own
-    network, ports and directories; a pod runs on one, a long-running container on the other."""
-    name = unique_name("realnode")
+    network, ports and directories; a pod runs on one, a long-running container on the other. The
+    cluster's name is as long as names go (42 characters): no socket path of a node may outgrow it."""
+    name = unique_name("realnode-with-a-longest-name-for-ok")
+    assert len(name) == 42, name
     cleanup_names.append(name)
     up = up_real(name, 1)
     assert up.returncode == 0, up.stderr
