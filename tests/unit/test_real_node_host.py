@@ -5,6 +5,7 @@ removing only what a node made."""
 from __future__ import annotations
 
 import json
+import socket
 import tomllib
 from pathlib import Path
 
@@ -146,3 +147,18 @@ def test_a_host_directory_a_node_made_is_removed_only_as_far_as_it_is_empty(tmp_
     assert theirs.exists(), "another node's (or runtime's) file stays"
     assert not (made / "networks").exists(), "the empty part goes"
     assert teardown.holds_files(made)
+
+
+def test_a_socket_nothing_listens_on_is_removed_one_in_use_stays(tmp_path: Path) -> None:
+    plugins = tmp_path / "kubelet" / "device-plugins"
+    plugins.mkdir(parents=True)
+    dead, live = plugins / "kubelet.sock", plugins / "other.sock"
+    with socket.socket(socket.AF_UNIX) as gone:
+        gone.bind(str(dead))  # bound, never listening, then closed: what a stopped kubelet leaves
+    with socket.socket(socket.AF_UNIX) as serving:
+        serving.bind(str(live))
+        serving.listen()
+        teardown.remove_dead_sockets(tmp_path / "kubelet")
+        assert not dead.exists() and live.exists()
+    teardown.prune_empty(tmp_path / "kubelet")
+    assert (tmp_path / "kubelet").exists(), "the live socket's file keeps its directory"
