@@ -134,7 +134,7 @@ def test_borrower_runs_on_idle_quota_lent_by_its_cohort(
         reserved = flavor_usage(cq, flavor, GPU, reserved=True)
         assert reserved == Usage.of("4", "2"), f"flavorsReservation should match: {reserved}"
         cpu = flavor_usage(cq, flavor, "cpu")
-        assert cpu == Usage.of("4", "0"), f"4 CPUs fit the nominal 8, none borrowed: {cpu}"
+        assert cpu == Usage.of("400m", "0"), f"4 pods x 100m CPU fit the nominal 8 CPUs, none borrowed: {cpu}"
         counts = workload_counts(cq)
         assert (counts.admitted, counts.reserving, counts.pending) == (1, 1, 0), counts
         lender = kube.get(apis.CLUSTER_QUEUE, lender_cq)
@@ -155,9 +155,14 @@ def test_borrower_runs_on_idle_quota_lent_by_its_cohort(
 
 @pytest.fixture
 def capped_borrower(make_kueue_queues: QueueFactory) -> Queues:
-    """A cohort: the lender holds 8 idle CPUs; the borrower has 2 nominal and may borrow at most 2."""
+    """A cohort: the lender holds 800m idle CPU; the borrower has 200m nominal and may borrow at most 200m.
+
+    In millicores, so that the pods that fit also run where CPUs are real (kind's workers)."""
     return make_kueue_queues(
-        members={"lender": Member({"cpu": "8"}), "borrower": Member({"cpu": Quota("2", borrowing_limit="2")})}
+        members={
+            "lender": Member({"cpu": "800m"}),
+            "borrower": Member({"cpu": Quota("200m", borrowing_limit="200m")}),
+        }
     )
 
 
@@ -172,16 +177,17 @@ def test_borrowing_limit_holds_back_what_exceeds_it(
     borrower_cq, lender_cq = cohort.cluster_queues["borrower"], cohort.cluster_queues["lender"]
     borrower_queue = cohort.local_queues["borrower"]
     with allure.step(
-        "submit 3 pods x 2 CPU (6 CPUs) to the borrower: more than nominal 2 + borrowingLimit 2"
+        "submit 3 pods x 200m CPU (600m) to the borrower: more than nominal 200m + borrowingLimit 200m"
     ):
-        too_big = expect_queued(kube, namespace, job("too-big", pods=3, cpu="2", queue=borrower_queue))
+        too_big = expect_queued(kube, namespace, job("too-big", pods=3, cpu="200m", queue=borrower_queue))
         pending = wait_pending(kube, too_big, namespace)
-    with allure.step("Kueue says it exceeds the borrower's maximum capacity of 4 CPUs"):
+    with allure.step("Kueue says it exceeds the borrower's maximum capacity of 400m CPU"):
         cond = condition(pending, "QuotaReserved")
         assert cond is not None and cond["reason"] in EXCEEDS_MAX_QUOTA_REASONS, cond
         expected = (
             f"couldn't assign flavors to pod set main: insufficient quota for cpu in flavor {flavor}, "
-            "previously considered podsets requests (0) + current podset request (6) > maximum capacity (4)"
+            "previously considered podsets requests (0) + current podset request (600m) > "
+            "maximum capacity (400m)"
         )
         assert cond["message"] == expected, f"expected {expected!r}, got {cond['message']!r}"
     with allure.step("it stays suspended with zero pods for the consistency window while the lender is idle"):
@@ -189,14 +195,14 @@ def test_borrowing_limit_holds_back_what_exceeds_it(
         assert cond["message"] == expected, f"expected {expected!r}, got {cond['message']!r}"
         lender = kube.get(apis.CLUSTER_QUEUE, lender_cq)
         assert flavor_usage(lender, flavor, "cpu").total == 0 and workload_counts(lender).admitted == 0, (
-            f"the lender should be idle, with all 8 CPUs to lend: {lender.get('status')}"
+            f"the lender should be idle, with all 800m CPU to lend: {lender.get('status')}"
         )
-    with allure.step("2 pods x 2 CPU (4 CPUs: nominal 2 + the whole limit 2) are admitted and run"):
-        fits = expect_queued(kube, namespace, job("fits", pods=2, cpu="2", queue=borrower_queue))
+    with allure.step("2 pods x 200m CPU (400m: nominal 200m + the whole limit 200m) are admitted and run"):
+        fits = expect_queued(kube, namespace, job("fits", pods=2, cpu="200m", queue=borrower_queue))
         wait_admitted(kube, fits, namespace, fail=held_at_nominal)
-        wait_usage(kube, borrower_cq, flavor, "cpu", total="4", borrowed="2")
+        wait_usage(kube, borrower_cq, flavor, "cpu", total="400m", borrowed="200m")
         wait_job_pods_running(kube, namespace, "fits", 2)
-    with allure.step("the 6-CPU workload is still pending; the ClusterQueue counts 1 admitted, 1 pending"):
+    with allure.step("the 600m workload is still pending; the ClusterQueue counts 1 admitted, 1 pending"):
         wait_cluster_queue(
             kube,
             borrower_cq,

@@ -41,9 +41,9 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
     kube: Kube, namespace: str, zero_cpu_queues: Queues
 ) -> None:
     queues = zero_cpu_queues
-    with allure.step("submit a 2-pod Job to a ClusterQueue with nominalQuota 0"):
+    with allure.step("submit a 2-pod Job (100m CPU each) to a ClusterQueue with nominalQuota 0"):
         created = kube.create(
-            job("waits", pods=2, run_for="2s", queue=queues.local_queue), namespace=namespace
+            job("waits", pods=2, cpu="100m", run_for="2s", queue=queues.local_queue), namespace=namespace
         )
         assert created["spec"]["suspend"] is True, "Kueue's webhook suspends a Job that names a LocalQueue"
         name = wait_workload_of(kube, created, namespace)["metadata"]["name"]
@@ -53,12 +53,13 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
         # Kueue's max-capacity wording (flavorassigner): nothing can ever fit a quota of zero.
         expected = (
             f"couldn't assign flavors to pod set main: insufficient quota for cpu in flavor {queues.flavor}, "
-            "previously considered podsets requests (0) + current podset request (2) > maximum capacity (0)"
+            "previously considered podsets requests (0) + current podset request (200m) > "
+            "maximum capacity (0)"
         )
         assert cond["message"] == expected, f"expected {expected!r}, got {cond['message']!r}"
-    with allure.step("raise nominalQuota to 2 CPUs: the Workload is admitted and its pods run"):
+    with allure.step("raise nominalQuota to 200m CPU: the Workload is admitted and its pods run"):
         cq = kube.get(apis.CLUSTER_QUEUE, queues.cluster_queue)
-        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "2"
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "200m"
         kube.replace(cq)
         wait_admitted(kube, name, namespace)
         pods = wait_pods_running(kube, namespace, {"job-name": "waits"}, 2, what="the Job's 2 pods running")

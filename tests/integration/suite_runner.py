@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,9 +66,10 @@ def run_pytest(
     sabotage: str | None,
     timeout: float = 300,
     junit: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> InnerRun:
-    """Run pytest with *args* in the repository, the sabotage plugin *sabotage* loaded; judge it by its
-    JUnit XML."""
+    """Run pytest with *args* in the repository (in *env*, else this process's environment), the sabotage
+    plugin *sabotage* loaded; judge it by its JUnit XML."""
     junit = junit or Path(tempfile.mkdtemp(prefix="kbc-inner-")) / "junit.xml"
     command = [sys.executable, "-m", "pytest", *args]
     command += ["-p", "no:cacheprovider", "--tb=short", "-q", "--junitxml", str(junit), *extra]
@@ -83,6 +84,7 @@ def run_pytest(
         timeout=timeout,
         check=False,
         stdin=subprocess.DEVNULL,
+        env=dict(env) if env is not None else None,
     )
     run = InnerRun(command, proc.returncode, proc.stdout + proc.stderr)
     if junit.is_file():

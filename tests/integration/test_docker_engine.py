@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kbc.cluster.docker import CAPABILITIES as CAPS
-from kbc.cluster.docker import DockerEngine, missing_capabilities
+from kbc.cluster.docker import KIND_SYSCTLS, DockerEngine, missing_capabilities
 from tests.integration.commands import KBC, KBC_AS_TYPED, REPO
 
 pytestmark = pytest.mark.cluster
@@ -59,7 +59,13 @@ def test_the_engine_runs_privileged_containers_and_leaves_nothing(
     engine: DockerEngine, tmp_path: Path
 ) -> None:
     default_socket = Path("/var/run/docker.sock").exists()
+    before = {key: _sysctl(key) for key in KIND_SYSCTLS}
     state = engine.up()
+    # What kind's nodes need of the host while the engine runs (kind's known issues).
+    assert all(_sysctl(key) >= wanted for key, wanted in KIND_SYSCTLS.items())
+    assert {k: old for k, (old, _) in state.sysctls.items()} == {
+        k: v for k, v in before.items() if v < KIND_SYSCTLS[k]
+    }
     assert engine.running() and engine.status()["state"] == "running"
     assert state.dropped_capabilities == missing_capabilities()
     image = busybox_image(engine, tmp_path)
@@ -84,6 +90,11 @@ def test_the_engine_runs_privileged_containers_and_leaves_nothing(
     assert not left, left.describe()
     assert not any(Path(f"/sys/class/net/{b}").exists() for b in bridges)
     assert not engine.running()
+    assert {key: _sysctl(key) for key in KIND_SYSCTLS} == before, "the host's settings are put back"
+
+
+def _sysctl(key: str) -> int:
+    return int((Path("/proc/sys") / key.replace(".", "/")).read_text())
 
 
 def test_docker_up_prints_its_docker_host_last_and_down_removes_it(tmp_path: Path) -> None:

@@ -1,7 +1,6 @@
 """Provider selection, the existing provider's opt-in guard, and the kind provider without a cluster.
 
-The kind provider with the real pinned kind (and a stand-in docker) is in
-tests/integration/test_kind_config.py.
+The kind provider with real kind clusters is in tests/integration/test_kind.py.
 """
 
 from __future__ import annotations

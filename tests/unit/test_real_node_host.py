@@ -10,7 +10,6 @@ import tomllib
 from pathlib import Path
 
 from kbc.cluster.pki import create_pki
-from kbc.cluster.providers.local._images import ImageArchive
 from kbc.cluster.providers.local._realnode import config, gpu, teardown
 from kbc.cluster.providers.local._realnode.model import (
     CDI_DIR,
@@ -19,6 +18,7 @@ from kbc.cluster.providers.local._realnode.model import (
     RealNodeOptions,
     RealNodeRecord,
 )
+from kbc.supply.images.archive import ImageArchive
 
 
 def record(tmp_path: Path, *, gpus: bool = False) -> RealNodeRecord:

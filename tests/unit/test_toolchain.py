@@ -135,7 +135,7 @@ def test_a_changed_recipe_is_not_fresh(cache: Path) -> None:
 
 def test_unknown_binary_name_lists_the_known_ones() -> None:
     with pytest.raises(UnknownBinaryError, match=r"known: .*kube-apiserver"):
-        Toolchain(load_lock(), out=io.StringIO()).ensure(["kubectl"])
+        Toolchain(load_lock(), out=io.StringIO()).ensure(["kubectl-nope"])
 
 
 def test_cli_reports_a_malformed_lock_by_field(tmp_path: Path) -> None:

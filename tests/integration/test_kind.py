@@ -1,0 +1,319 @@
+"""kind for real: the harness's own Docker Engine, the node image and every image built from the pinned
+sources, the registry mirror, the charts' controllers running as pods, scenarios and the canary.
+
+Every kind cluster here runs on the harness's engine (``kbc docker up``, started for these tests when
+it is not running, and stopped after them if they started it), never on a Docker of the machine's:
+the commands under test get its ``DOCKER_HOST``; this session's own environment does not, so the
+rest of ``make test`` still resolves ``--provider auto`` as a user's machine would. The tests that
+make clusters of their own run before the module's shared cluster is made, so that one kind cluster
+runs at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbc import apis
+from kbc.cluster.docker import DockerEngine
+from kbc.cluster.pools import load_pools
+from kbc.kube import connect, is_true, labels_of
+from kbc.labels import GPU, POOL_LABEL, REAL_NODE_LABEL, SHARED_DIR_ANNOTATION, WORKLOAD_IMAGE
+from kbc.process import command_lines
+from kbc.supply import paths
+from kbc.supply.images.build import ImageBuilder
+from kbc.supply.lock import load_lock
+from kbc.supply.toolchain import Toolchain
+from tests.integration.commands import KBC, KBC_AS_TYPED, REPO
+from tests.integration.suite_runner import run_pytest
+
+pytestmark = pytest.mark.cluster
+
+CLUSTER = "kbc-selftest-kind"
+BUILD = ["--provider", "kind", "--kind-images", "build"]
+# The representative scenarios the issue names: gang all-or-nothing with its negative control,
+# quota-zero, cohort reclaim, the GPU ResourceQuota; and a real-node gang, whose pods really meet.
+SCENARIOS = [
+    "suites/test_gang.py::test_two_job_gangs_one_runs_whole_the_other_waits_whole",
+    "suites/test_gang.py::test_without_kueue_two_gangs_on_six_gpus_end_partially_placed",
+    "suites/test_quota.py::test_quota_zero_waits_then_runs_when_quota_is_raised",
+    "suites/test_cohort.py::test_lender_reclaims_lent_quota_by_evicting_the_borrower",
+    "suites/test_gpu_quota.py::test_pod_over_the_gpu_cap_is_refused_and_one_within_is_admitted",
+    "suites/test_real_nodes.py::test_a_gang_admitted_whole_meets_and_completes",
+]
+
+
+@pytest.fixture(scope="module")
+def docker_env() -> Iterator[dict[str, str]]:
+    """The environment of a command that runs kind on the harness's engine."""
+    engine = DockerEngine()
+    started = not engine.running()
+    if started:
+        engine.up()
+    try:
+        yield engine.env()
+    finally:
+        if started:
+            left = engine.down()
+            assert not left, f"the engine left {left.describe()}"
+
+
+def kbc(env: dict[str, str], *args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*KBC, *args], cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=timeout
+    )
+
+
+def docker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["docker", *args], env=env, capture_output=True, text=True, check=False, timeout=300
+    )
+
+
+def containers_of(env: dict[str, str], cluster: str) -> list[str]:
+    found = docker(
+        env, "ps", "-a", "--filter", f"label=io.x-k8s.kind.cluster={cluster}", "--format", "{{.Names}}"
+    )
+    assert found.returncode == 0, found.stderr
+    return found.stdout.split()
+
+
+def processes_of(cluster: str) -> list[str]:
+    """Host processes that name the cluster's folder (its registry, chart repository, log follower)."""
+    folder = str(paths.clusters_dir() / f"kind-{cluster}")
+    return [f"{pid} {cmd[:160]}" for pid, cmd in command_lines() if folder in cmd and pid != os.getpid()]
+
+
+def assert_nothing_left(env: dict[str, str], cluster: str) -> None:
+    assert containers_of(env, cluster) == [], "kind's node containers are gone"
+    assert processes_of(cluster) == [], "the registry, chart repository and log follower are stopped"
+    assert not (paths.clusters_dir() / f"kind-{cluster}").exists(), "the cluster's folder is removed"
+
+
+def test_without_a_docker_the_kind_provider_says_how_to_get_one(tmp_path: Path) -> None:
+    env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
+    up = kbc(env, "cluster", "up", *BUILD, "--cluster-name", "kbc-no-docker", "--components", "none")
+    assert up.returncode != 0
+    assert "kbc docker up" in up.stderr and "DOCKER_HOST" in up.stderr, up.stderr
+    assert not (paths.clusters_dir() / "kind-kbc-no-docker").exists()
+
+
+def test_a_kind_cluster_kbc_did_not_create_is_never_touched(
+    docker_env: dict[str, str], tmp_path: Path
+) -> None:
+    name = "someone-elses"
+    lock = load_lock()
+    kind = str(Toolchain(lock).ensure(["kind"])["kind"])
+    image = ImageBuilder(lock).node_image_name
+    config = tmp_path / "kind.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "kind": "Cluster",
+                "apiVersion": "kind.x-k8s.io/v1alpha4",
+                "containerdConfigPatches": [
+                    '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true\n'
+                ],
+            }
+        )
+    )
+    made = subprocess.run(
+        [kind, "create", "cluster", "--name", name, "--image", image, "--config", str(config), "--retain"],
+        env=docker_env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    try:
+        assert containers_of(docker_env, name), made.stderr
+        down = kbc(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", name)
+        assert down.returncode != 0 and "kbc deletes only its own" in down.stderr, down.stderr
+        up = kbc(docker_env, "cluster", "up", *BUILD, "--cluster-name", name, "--components", "none")
+        assert up.returncode != 0 and "was not created by kbc; it is left alone" in up.stderr, up.stderr
+        assert containers_of(docker_env, name) == [f"{name}-control-plane"]
+        state = docker(docker_env, "inspect", "--format", "{{.State.Running}}", f"{name}-control-plane")
+        assert state.stdout.strip() == "true"
+    finally:
+        subprocess.run(
+            [kind, "delete", "cluster", "--name", name], env=docker_env, capture_output=True, check=False
+        )
+
+
+def test_an_interrupted_create_leaves_nothing(docker_env: dict[str, str]) -> None:
+    name = "kbc-selftest-kind-int"
+    proc = subprocess.Popen(
+        [*KBC_AS_TYPED, "cluster", "up", *BUILD, "--cluster-name", name, "--components", "none"],
+        cwd=REPO,
+        env=docker_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # Interrupt once the registry mirror runs beside kind's nodes: both must go.
+        deadline = time.monotonic() + 600
+        seen = ""
+        assert proc.stderr is not None
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            seen += line
+            if "registry mirror on " in line or not line:
+                break
+        assert "registry mirror on " in seen, seen
+        assert containers_of(docker_env, name), "kind's nodes run when the create is interrupted"
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=300)
+        assert proc.returncode == 130, seen + rest
+        assert_nothing_left(docker_env, name)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        kind = str(Toolchain(load_lock()).ensure(["kind"])["kind"])
+        subprocess.run(
+            [kind, "delete", "cluster", "--name", name], env=docker_env, capture_output=True, check=False
+        )
+
+
+def test_the_canary_upgrades_the_charts_with_helm_on_kind(docker_env: dict[str, str], tmp_path: Path) -> None:
+    """The old charts installed from the mirror (their images built from the old pins), the live state
+    made, the new charts' crds/ then helm upgrade, nothing lost, the logs read from the pods."""
+    lock = load_lock()
+    reports = tmp_path / "reports"
+    run = run_pytest(
+        ["suites/test_upgrade.py", "-m", "upgrade", *BUILD, "--cluster-name", "kbc-selftest-kind-canary"],
+        ["--report-dir", str(reports)],
+        sabotage=None,
+        timeout=1500,
+        env=docker_env,
+    )
+    assert run.outcomes == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+    summary = (reports / "summary.md").read_text()
+    for name in ("kueue", "jobset"):
+        component = lock.components[name]
+        line = f"upgrade {name} {component.previous.app_version} → {component.app_version}: "
+        assert f"- {line}" in summary, summary
+    workaround = next(line for line in summary.splitlines() if "workaround for " in line)
+    assert "kubernetes-sigs/jobset/issues/1205" in workaround and "--server-side=false" in workaround, summary
+    assert "log check: " in summary and "not checked" not in summary, summary
+    # The log check read the new controllers' logs from their pods, and the API server's.
+    checked = json.loads((reports / "summary.json").read_text())["upgrade"]["logs_checked"]
+    for component in lock.components.values():
+        assert any(name.startswith(component.namespace + ".") for name in checked), checked
+    assert any(name.startswith("kube-system.kube-apiserver-") for name in checked), checked
+    assert not (paths.clusters_dir() / "kind-kbc-selftest-kind-canary").exists()
+
+
+@pytest.fixture(scope="module")
+def kind_cluster(docker_env: dict[str, str]) -> Iterator[subprocess.CompletedProcess[str]]:
+    """``kbc cluster up`` of a kind cluster of built images with every component and a real-node worker;
+    ``kbc cluster down`` afterwards, which must leave nothing."""
+    up = kbc(docker_env, "cluster", "up", *BUILD, "--cluster-name", CLUSTER, "--real-nodes", "1")
+    try:
+        yield up
+    finally:
+        down = kbc(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", CLUSTER)
+        assert down.returncode == 0, down.stderr
+        assert_nothing_left(docker_env, CLUSTER)
+
+
+def test_kind_makes_the_cluster_from_built_images_and_helm_installs_the_charts_from_the_mirror(
+    kind_cluster: subprocess.CompletedProcess[str],
+) -> None:
+    up = kind_cluster
+    assert up.returncode == 0, up.stdout + up.stderr
+    kubeconfig = paths.clusters_dir() / f"kind-{CLUSTER}" / "kubeconfig"
+    assert up.stdout.strip().splitlines()[-1] == f"KUBECONFIG={kubeconfig}"
+    assert "registry mirror on " in up.stderr and "for docker.io, registry.k8s.io" in up.stderr, up.stderr
+    lock = load_lock()
+    for name, component in lock.components.items():
+        # Verified against the digest the mirror serves, which is the one built here.
+        assert f"[components] {name} {component.app_version} ready in " in up.stderr, up.stderr
+        line = next(line for line in up.stderr.splitlines() if line.startswith(f"[components] {name} "))
+        assert "verified" in line and "NOT verified" not in line, line
+    built = {b.name: b.digest for b in ImageBuilder(lock).built()}
+    pools = load_pools(paths.manifests_dir() / "nodes")
+    with connect(kubeconfig) as kube:
+        nodes = kube.list(apis.NODE)
+        assert len(nodes) == 1 + sum(p.replicas for p in pools) + 1 and all(
+            is_true(n, "Ready") for n in nodes
+        )
+        for pool in pools:
+            members = [n for n in nodes if labels_of(n).get(POOL_LABEL) == pool.name]
+            assert len(members) == pool.replicas, pool.name
+            gpus = str(pool.template.get("status", {}).get("allocatable", {}).get(GPU, ""))
+            for node in members:
+                assert {k: v for k, v in labels_of(node).items() if k in pool.labels} == pool.labels
+                assert str(node["status"]["allocatable"].get(GPU, "")) == gpus, node["status"]["allocatable"]
+        (real,) = [n for n in nodes if labels_of(n).get(REAL_NODE_LABEL) == "true"]
+        assert real["metadata"]["annotations"].get(SHARED_DIR_ANNOTATION), real["metadata"]
+        assert any(t["key"] == REAL_NODE_LABEL for t in real["spec"].get("taints") or [])
+        assert any(WORKLOAD_IMAGE in image.get("names", []) for image in real["status"]["images"])
+        # The controllers run as pods on kind's workers, from their upstream names, by the built digest.
+        for name, component in lock.components.items():
+            pods = kube.list(apis.POD, namespace=component.namespace)
+            running = [p for p in pods if p["status"].get("phase") == "Running"]
+            assert running, (
+                f"{name}: no pod runs in {component.namespace}: {[p['metadata']['name'] for p in pods]}"
+            )
+            for image in component.images:
+                reference = f"{image.repository}:{image.tag}"
+                ids = [
+                    status.get("imageID", "")
+                    for pod in running
+                    for status in pod["status"].get("containerStatuses", [])
+                    if status.get("imageID", "").startswith(image.repository + "@")
+                ]
+                assert ids, f"no running container of {reference}"
+                assert all(i.endswith(built[reference]) for i in ids), (reference, ids, built[reference])
+    logs = sorted(p.name for p in (paths.clusters_dir() / f"kind-{CLUSTER}" / "logs").glob("*.log"))
+    for component in lock.components.values():
+        assert any(name.startswith(component.namespace + ".") for name in logs), logs
+    assert any(name.startswith("kube-system.kube-apiserver-") for name in logs), logs
+
+
+def test_a_second_up_reuses_the_cluster_and_installs_nothing(
+    kind_cluster: subprocess.CompletedProcess[str], docker_env: dict[str, str]
+) -> None:
+    assert kind_cluster.returncode == 0, kind_cluster.stderr
+    again = kbc(docker_env, "cluster", "up", *BUILD, "--cluster-name", CLUSTER, "--real-nodes", "1")
+    assert again.returncode == 0, again.stderr
+    assert f"kind cluster {CLUSTER} is already running; reusing it" in again.stderr
+    assert "[components]" not in again.stderr and "creating kind cluster" not in again.stderr, again.stderr
+
+
+def test_the_representative_scenarios_pass_on_kind(
+    kind_cluster: subprocess.CompletedProcess[str], docker_env: dict[str, str], tmp_path: Path
+) -> None:
+    assert kind_cluster.returncode == 0, kind_cluster.stderr
+    run = run_pytest(
+        [*SCENARIOS, *BUILD, "--cluster-name", CLUSTER],
+        ["--report-dir", str(tmp_path)],
+        sabotage=None,
+        timeout=900,
+        env=docker_env,
+    )
+    assert run.outcomes == {"passed": len(SCENARIOS), "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+
+
+def test_a_scenario_broken_on_kind_fails_there_too(
+    kind_cluster: subprocess.CompletedProcess[str], docker_env: dict[str, str]
+) -> None:
+    """The same sabotage that turns the GPU quota scenario red on the local provider does on kind."""
+    assert kind_cluster.returncode == 0, kind_cluster.stderr
+    run = run_pytest(
+        ["suites/test_quota.py::test_gpu_quota_admits_what_fits_and_holds_what_does_not", *BUILD],
+        ["--cluster-name", CLUSTER, "--timeout-scale", "0.5"],
+        sabotage="quota_far_too_high",
+        timeout=600,
+        env=docker_env,
+    )
+    assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
