@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kbc.cluster.docker import DockerEngine
 from kbc.cluster.providers.local import LocalProvider
 from kbc.supply import paths
 from kbc.supply.lock import load_lock
@@ -22,3 +23,22 @@ def cleanup_names() -> Iterator[list[str]]:
         if (paths.clusters_dir() / name / "state.json").exists():
             provider.down(name)
         shutil.rmtree(paths.clusters_dir() / name, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def docker_env() -> Iterator[dict[str, str]]:
+    """The environment of a command that runs kind on the harness's own engine (``kbc docker up``),
+    started for these tests when it is not running and stopped after them if they started it.
+
+    Only the commands under test get its ``DOCKER_HOST``; this session's own environment does not, so
+    the rest of ``make test`` still resolves ``--provider auto`` as a user's machine would."""
+    engine = DockerEngine()
+    started = not engine.running()
+    if started:
+        engine.up()
+    try:
+        yield engine.env()
+    finally:
+        if started:
+            left = engine.down()
+            assert not left, f"the engine left {left.describe()}"

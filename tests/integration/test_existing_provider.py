@@ -9,7 +9,7 @@ import pytest
 from kbc import apis
 from kbc.cluster.providers import Cluster
 from kbc.cluster.providers.existing import ExistingProvider
-from kbc.errors import ChartError, ContextNotAllowedError
+from kbc.errors import ChartError, ContextNotAllowedError, RegistryError
 from kbc.kube import Kube
 from kbc.supply.pins import ChartsLock
 
@@ -49,7 +49,20 @@ def test_a_chart_that_cannot_be_pulled_installs_nothing(
     provider = ExistingProvider(
         charts_lock, kubeconfig=cluster.kubeconfig, allow_context=f"kbc-{cluster.name}", out=io.StringIO()
     )
+    # The lock records no digest: the run asks the registry for it first (pinned by first use), and
+    # an unreachable registry is named, with what to do.
+    with pytest.raises(RegistryError, match=r"cannot reach it.*pass --mirror FROM=TO"):
+        provider.up("no-registry", components=("jobset",))
+    assert namespaces(kube) == before
+    # Without verification, helm's pull is what fails.
+    unverified = ExistingProvider(
+        charts_lock,
+        kubeconfig=cluster.kubeconfig,
+        allow_context=f"kbc-{cluster.name}",
+        allow_unpinned_charts=True,
+        out=io.StringIO(),
+    )
     reference = charts_lock.components["jobset"].chart.reference
     with pytest.raises(ChartError, match=f"jobset: helm pull of {reference}"):
-        provider.up("no-registry", components=("jobset",))
+        unverified.up("no-registry", components=("jobset",))
     assert namespaces(kube) == before

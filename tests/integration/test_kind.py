@@ -1,10 +1,8 @@
 """kind for real: the harness's own Docker Engine, the node image and every image built from the pinned
 sources, the registry mirror, the charts' controllers running as pods, scenarios and the canary.
 
-Every kind cluster here runs on the harness's engine (``kbc docker up``, started for these tests when
-it is not running, and stopped after them if they started it), never on a Docker of the machine's:
-the commands under test get its ``DOCKER_HOST``; this session's own environment does not, so the
-rest of ``make test`` still resolves ``--provider auto`` as a user's machine would. The tests that
+Every kind cluster here runs on the harness's engine (the ``docker_env`` fixture), never on a Docker
+of the machine's. The tests that
 make clusters of their own run before the module's shared cluster is made, so that one kind cluster
 runs at a time.
 """
@@ -15,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +22,17 @@ import pytest
 import yaml
 
 from kbc import apis
-from kbc.cluster.docker import DockerEngine
+from kbc.cluster.docker import missing_capabilities
 from kbc.cluster.pools import load_pools
+from kbc.cluster.providers.kind.built import BuiltImages
+from kbc.cluster.providers.kind.config import BuiltImages as BuiltConfig
+from kbc.cluster.providers.kind.config import kind_config
+from kbc.cluster.providers.kind.docker import Docker
 from kbc.kube import connect, is_true, labels_of
 from kbc.labels import GPU, POOL_LABEL, REAL_NODE_LABEL, SHARED_DIR_ANNOTATION, WORKLOAD_IMAGE
 from kbc.process import command_lines
 from kbc.supply import paths
-from kbc.supply.images.build import ImageBuilder
+from kbc.supply.images.build import ETCD_TAG_LABEL, ImageBuilder
 from kbc.supply.lock import load_lock
 from kbc.supply.toolchain import Toolchain
 from tests.integration.commands import KBC, KBC_AS_TYPED, REPO
@@ -49,21 +52,6 @@ SCENARIOS = [
     "suites/test_gpu_quota.py::test_pod_over_the_gpu_cap_is_refused_and_one_within_is_admitted",
     "suites/test_real_nodes.py::test_a_gang_admitted_whole_meets_and_completes",
 ]
-
-
-@pytest.fixture(scope="module")
-def docker_env() -> Iterator[dict[str, str]]:
-    """The environment of a command that runs kind on the harness's engine."""
-    engine = DockerEngine()
-    started = not engine.running()
-    if started:
-        engine.up()
-    try:
-        yield engine.env()
-    finally:
-        if started:
-            left = engine.down()
-            assert not left, f"the engine left {left.describe()}"
 
 
 def kbc(env: dict[str, str], *args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
@@ -111,20 +99,17 @@ def test_a_kind_cluster_kbc_did_not_create_is_never_touched(
 ) -> None:
     name = "someone-elses"
     lock = load_lock()
-    kind = str(Toolchain(lock).ensure(["kind"])["kind"])
-    image = ImageBuilder(lock).node_image_name
+    tools = Toolchain(lock).ensure(["kind", "helm"])
+    kind = str(tools["kind"])
+    built = BuiltImages(lock, Docker(docker_env), tools["helm"], sys.stderr)
+    image = built.node_image(built.build())  # loaded into the engine, as kbc cluster up would
     config = tmp_path / "kind.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "kind": "Cluster",
-                "apiVersion": "kind.x-k8s.io/v1alpha4",
-                "containerdConfigPatches": [
-                    '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true\n'
-                ],
-            }
-        )
-    )
+    # A cluster as its owner would make it from this image (kubeadm told the etcd the image holds,
+    # without which kubeadm waits minutes for an etcd it cannot pull): one control plane.
+    etcd = Docker(docker_env).image_labels(image)[ETCD_TAG_LABEL]
+    restrict = "CAP_SYS_RESOURCE" in missing_capabilities()
+    own = kind_config([], built=BuiltConfig(etcd), restrict_oom_score_adj=restrict)
+    config.write_text(yaml.safe_dump(own))
     made = subprocess.run(
         [kind, "create", "cluster", "--name", name, "--image", image, "--config", str(config), "--retain"],
         env=docker_env,

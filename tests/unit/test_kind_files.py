@@ -18,15 +18,15 @@ from kbc.cluster.providers.kind.config import (
     hosts_toml,
     kind_config,
     mirror_files,
+    plain_http_files,
     pod_network_conflist,
     pod_routes,
-    registry_host,
     registry_mirrors,
 )
 from kbc.labels import REAL_NODE_LABEL
 from kbc.supply import paths
 from kbc.supply.lock import load_lock
-from kbc.supply.oci import mirrored, plain_http
+from kbc.supply.oci import Mirror, mirrored, plain_http, registry_host
 from kbc.workloads import sleep_command
 
 POOLS = load_pools(paths.manifests_dir() / "nodes")
@@ -39,7 +39,7 @@ def test_a_cluster_of_pulled_images_keeps_kinds_defaults() -> None:
 
 
 def test_a_cluster_of_built_images_says_what_differs() -> None:
-    config = kind_config(POOLS, 6443, BuiltImages("3.6.16-0"))
+    config = kind_config(POOLS, 6443, BuiltImages("3.6.16-0"), registry_files=True)
     assert config["networking"] == {
         "apiServerAddress": "127.0.0.1",
         "apiServerPort": 6443,
@@ -57,6 +57,17 @@ def test_restricted_oom_scores_and_real_node_workers_are_added_on_request() -> N
     real = [n for n in config["nodes"] if n.get("labels", {}).get(REAL_NODE_LABEL) == "true"]
     assert len(real) == 2 and all(n["role"] == "worker" for n in real)
     assert len(config["nodes"]) == 1 + sum(p.replicas for p in POOLS) + 2
+
+
+def test_a_plain_http_mirror_of_the_users_is_allowed_to_the_nodes() -> None:
+    mirrors = [
+        Mirror("registry.k8s.io", "http://10.0.0.5:5000/k8s"),
+        Mirror("docker.io", "10.0.0.6:443/hub"),
+        Mirror("https://volcano-sh.github.io/helm-charts", "http://127.0.0.1:8080"),
+    ]
+    (path,) = plain_http_files(mirrors)
+    assert path == f"{CERTS_DIR}/10.0.0.5:5000/hosts.toml"
+    assert 'server = "http://10.0.0.5:5000"' in plain_http_files(mirrors)[path]
 
 
 def test_each_upstream_registry_is_mirrored_path_and_all() -> None:

@@ -52,6 +52,8 @@ def test_versions_live_only_in_the_lock() -> None:
         versions |= {comp.app_version, comp.chart.version, comp.previous.app_version}
     versions |= {image.tag for image in lock.test_images.values()}
     versions |= {tool.version for tool in lock.node_tools.values()}
+    assert lock.kubernetes.debian is not None
+    versions.add(lock.kubernetes.debian.suite)
     root = default_lock_path().parent
     offenders = []
     for folder in ("fixtures", "suites", "manifests", "tests", ".github"):
@@ -116,6 +118,9 @@ _DELETE = object()
         ("tools.containerd.build.binaries.ctr", {"package": "cmd/ctr", "tags": ["a b"]}, "Go build tags"),
         ("kubernetes.nodeBinaries.binaries", {}, "names no binary"),
         ("kubernetes.nodeBinaries.optional", _DELETE, "is missing"),
+        ("kubernetes.kindRootfs.debianSuite", "Debian 12", "a Debian suite's code name"),
+        ("kubernetes.kindRootfs.debianMirror", "deb.debian.org", "an http(s):// URL"),
+        ("kubernetes.kindRootfs.suite", "x", "unknown field"),
     ],
 )
 def test_bad_field_is_named(
