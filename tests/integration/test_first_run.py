@@ -234,6 +234,13 @@ def test_the_nightly_kind_job_passes_on_its_first_run_and_names_the_digests_to_c
         expected.add(f"components.{name}.chart.digest")
         expected |= {f"components.{name}.images[{i}].digest" for i in range(len(component.images))}
     assert set(pinned) == expected, summary
+    # The report's environment names each image of the run with the digest pinned for it.
+    node = lock.kubernetes.node_image
+    assert node is not None
+    images = [node, *(i for c in lock.components.values() for i in c.images)]
+    for image in images:
+        short = image.repository.rsplit("/", 1)[-1]
+        assert f"| cluster.image.{short} | {image.repository}:{image.tag}@sha256:" in summary, summary
     assert containers_of(docker_env, CLUSTER) == [], "the session removed the cluster it made"
 
 

@@ -30,11 +30,11 @@ from kbc.cluster.charts.helm import install_chart, pull_chart, released_app_vers
 from kbc.cluster.charts.images import pinned_images_file
 from kbc.cluster.charts.source import resolve_chart
 from kbc.cluster.providers import LocalProvider
-from kbc.errors import ChartError, DigestMismatchError
+from kbc.errors import ChartError, DigestMismatchError, RegistryError
 from kbc.kube import connect
 from kbc.supply.digests import digest_fields
 from kbc.supply.lock import default_lock_path, load_lock
-from kbc.supply.oci import mirrored, parse_mirrors
+from kbc.supply.oci import http_chart_digest, manifest_digest, mirrored, parse_mirrors
 from kbc.supply.pins import ChartsLock, Component
 from kbc.supply.toolchain import Toolchain
 from tests.integration.commands import kbc
@@ -316,3 +316,19 @@ def test_a_pinned_chart_from_the_registry_is_installed_with_helm_and_its_objects
             for w in kube.list(kind)
         ]
         assert any("jobset" in name for name in webhooks), webhooks
+
+
+def test_an_image_or_chart_missing_from_a_mirror_names_it_and_how_to_fill_the_mirror(
+    upstreams: Upstreams,
+) -> None:
+    mirrors = parse_mirrors(upstreams.mirrors)
+    with pytest.raises(RegistryError) as image:
+        manifest_digest("registry.k8s.io/kueue/kueue", "v0.0.0-never-pushed", mirrors)
+    said = str(image.value)
+    assert "has no k8s/kueue/kueue:v0.0.0-never-pushed (404)" in said
+    assert "the mirror of registry.k8s.io/kueue/kueue:v0.0.0-never-pushed" in said
+    assert "kbc images build --push REGISTRY" in said
+    volcano = load_lock().components["volcano"].chart
+    with pytest.raises(RegistryError) as chart:
+        http_chart_digest(volcano.reference, "0.0.0-never-pushed", mirrors)
+    assert "lists no volcano 0.0.0-never-pushed: put the chart there" in str(chart.value)
