@@ -18,8 +18,8 @@ WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
 _PINNED = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
 
 
-def test_the_three_workflows_exist() -> None:
-    assert {w.name for w in WORKFLOWS} == {"ci.yml", "nightly.yml", "canary.yml"}
+def test_the_four_workflows_exist() -> None:
+    assert {w.name for w in WORKFLOWS} == {"ci.yml", "nightly.yml", "canary.yml", "platform.yml"}
 
 
 def test_actionlint_finds_nothing() -> None:
@@ -46,7 +46,7 @@ def test_every_action_is_pinned_by_commit_with_its_release_named(workflow: Path)
 
 def test_the_workflows_run_the_readme_commands() -> None:
     """ci runs make test; nightly make conformance for local and kind; canary kbc canary from the base
-    branch's lock, then kbc lock check."""
+    branch's lock, then kbc lock check; platform kbc verify against the base branch's platform."""
     readme = (REPO / "README.md").read_text()
     runs = {w.name: "\n".join(_run_lines(w)) for w in WORKFLOWS}
     assert "make test" in runs["ci.yml"]
@@ -55,7 +55,17 @@ def test_the_workflows_run_the_readme_commands() -> None:
     assert matrix["strategy"]["matrix"]["provider"] == ["local", "kind"]
     assert 'kbc canary --from "git:origin/$BASE_REF"' in runs["canary.yml"]
     assert ".venv/bin/kbc lock check" in runs["canary.yml"]
-    for command in ("make test", "make conformance", "kbc canary --from", "kbc lock check"):
+    assert (
+        'kbc verify --platform manifests/platforms/example --against "git:origin/$BASE_REF"'
+        in runs["platform.yml"]
+    )
+    for command in (
+        "make test",
+        "make conformance",
+        "kbc canary --from",
+        "kbc lock check",
+        "kbc verify --platform",
+    ):
         assert command in readme, f"the README does not show {command!r}, which a workflow runs"
 
 
