@@ -1082,7 +1082,9 @@ def test_exported_nodes_never_take_the_name_of_a_node_pool(tmp_path: Path) -> No
 
 def test_two_node_pools_of_one_name_are_refused(tmp_path: Path) -> None:
     message = refused(tmp_path, {"a.yaml": POOL, "b.yaml": POOL, "queues.yaml": dump(flavor())})
-    assert message.startswith("b.yaml, document 1 (line 1): NodePool gpu is defined twice; the first is at a.yaml")
+    assert message.startswith(
+        "b.yaml, document 1 (line 1): NodePool gpu is defined twice; the first is at a.yaml"
+    )
 
 
 def test_a_boolean_count_is_not_a_number_of_nodes(tmp_path: Path) -> None:
