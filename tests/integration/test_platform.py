@@ -223,3 +223,126 @@ def test_the_queue_change_canary_prints_what_changed_promise_by_promise(tmp_path
     assert "admitted 24 → 20" in line and "borrowed 8 → 4" in line, line
     assert "borrowingLimit 8" in line and "borrowingLimit 4" in line, line
     assert (report / "platform-diff.md").read_text().count("research/a100/nvidia.com/gpu/borrow") == 1
+
+
+VOLCANO_PLATFORM = """\
+apiVersion: conformance.kbatch.dev/v1
+kind: NodePool
+metadata: {name: gpu}
+spec:
+  count: 2
+  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+  taints:
+  - {key: nvidia.com/gpu, value: present, effect: NoSchedule}
+  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: batch}
+spec:
+  weight: 2
+  reclaimable: true
+  capability: {nvidia.com/gpu: "4"}
+"""
+
+
+def test_a_volcano_queue_s_capability_is_proven_on_a_twin_with_volcano(tmp_path: Path) -> None:
+    platform = tmp_path / f"volcano-{secrets.token_hex(2)}"
+    platform.mkdir()
+    (platform / "platform.yaml").write_text(VOLCANO_PLATFORM)
+    report = tmp_path / "report"
+    done = verify(platform, report)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    [promise] = outcomes(report).values()
+    assert promise["id"] == "volcano/batch/capability/nvidia.com/gpu", promise
+    assert promise["measures"] == {"admitted": 4, "waited": 5}, promise
+    assert "5 waited" in promise["did"] and "queue resource quota insufficient" in promise["did"], promise
+
+
+FAIR_PLATFORM = """\
+apiVersion: conformance.kbatch.dev/v1
+kind: NodePool
+metadata: {name: gpu}
+spec:
+  count: 2
+  labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+  allocatable: {cpu: "64", memory: 512Gi, pods: "110", nvidia.com/gpu: "8"}
+---
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+fairSharing:
+  preemptionStrategies: [LessThanOrEqualToFinalShare, LessThanInitialShare]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a100}
+spec:
+  nodeLabels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-a}
+spec:
+  cohortName: shared
+  namespaceSelector: {}
+  fairSharing: {weight: "1"}
+  preemption: {reclaimWithinCohort: Any}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources: [{name: nvidia.com/gpu, nominalQuota: 0}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: team-b}
+spec:
+  cohortName: shared
+  namespaceSelector: {}
+  fairSharing: {weight: "3"}
+  preemption: {reclaimWithinCohort: Any}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources: [{name: nvidia.com/gpu, nominalQuota: 0}]
+---
+# The pool: 8 GPUs no team submits to, lent to the cohort.
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: pool}
+spec:
+  cohortName: shared
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - name: a100
+      resources: [{name: nvidia.com/gpu, nominalQuota: 8}]
+---
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Namespace, metadata: {name: ml}}
+- apiVersion: kueue.x-k8s.io/v1beta2
+  kind: LocalQueue
+  metadata: {name: team-a, namespace: ml}
+  spec: {clusterQueue: team-a}
+- apiVersion: kueue.x-k8s.io/v1beta2
+  kind: LocalQueue
+  metadata: {name: team-b, namespace: ml}
+  spec: {clusterQueue: team-b}
+"""
+
+
+def test_fair_sharing_weights_split_what_the_cohort_lends_in_proportion(tmp_path: Path) -> None:
+    platform = tmp_path / f"fair-{secrets.token_hex(2)}"
+    platform.mkdir()
+    (platform / "platform.yaml").write_text(FAIR_PLATFORM)
+    report = tmp_path / "report"
+    done = verify(platform, report, "-k", "fair-sharing")
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    [promise] = outcomes(report).values()
+    assert promise["id"] == "shared/fair-sharing/a100/nvidia.com/gpu", promise
+    assert "borrow 2 and 6 of it" in promise["says"], promise
+    assert promise["measures"] == {"borrowed_a": 2, "borrowed_b": 6}, promise

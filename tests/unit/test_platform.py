@@ -22,6 +22,7 @@ from kbc.platform._read import Source, read_documents, yaml_files
 from kbc.platform.model import Platform
 from kbc.platform.promises import (
     BORROW,
+    FAIR_SHARING,
     FLAVOR,
     KINDS,
     LOCAL_QUEUE,
@@ -31,6 +32,7 @@ from kbc.platform.promises import (
     RECLAIM,
     RESOURCE_QUOTA,
     STATIC_LANE,
+    VOLCANO_QUEUE,
     Promise,
     borrowable,
     lanes,
@@ -660,12 +662,18 @@ def test_the_example_platform_reads_as_documented(example: Platform) -> None:
     ]
 
 
-def test_the_example_platform_makes_nineteen_promises_of_every_kind(example: Platform) -> None:
+def test_the_example_platform_makes_nineteen_promises_of_every_kueue_kind(example: Platform) -> None:
     promises = derive(example)
     assert len(promises) == 19
     assert len({p.id for p in promises}) == 19, "ids are unique"
-    assert {p.kind for p in promises} == set(KINDS)
-    counts = {kind: sum(p.kind == kind for p in promises) for kind in KINDS}
+    assert {p.kind for p in promises} == set(KINDS) - {VOLCANO_QUEUE, FAIR_SHARING}, (
+        "no Volcano, no fair sharing"
+    )
+    counts = {
+        kind: sum(p.kind == kind for p in promises)
+        for kind in KINDS
+        if kind not in (VOLCANO_QUEUE, FAIR_SHARING)
+    }
     assert counts == {
         LOCAL_QUEUE: 3,
         FLAVOR: 2,
@@ -1135,3 +1143,20 @@ def test_a_cohort_with_child_cohorts_gets_no_borrow_or_reclaim_promise(tmp_path:
 def test_a_promise_that_broke_is_told_from_one_that_failed() -> None:
     [line] = diff(summary(outcome()), summary(outcome(held=False, broken=True)))
     assert "holds → broken" in line
+
+
+def test_a_volcano_queue_s_gpu_capability_is_a_promise_proven_last(tmp_path: Path) -> None:
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "batch"},
+        "spec": {"weight": 2, "capability": {GPU: "4", "cpu": "0"}},
+    }
+    platform = queues(tmp_path, flavor(), cluster_queue("a", nominalQuota=4), local_queue("a", "a"), queue)
+    assert platform.components == ["kueue", "volcano"]
+    promises = derive(platform)
+    [volcano] = [p for p in promises if p.kind == "volcano-queue"]
+    assert volcano.id == "volcano/batch/capability/nvidia.com/gpu"
+    assert volcano.params["capability"] == 4
+    assert "a gang of 5 waits" in volcano.says
+    assert list(lanes(promises))[-1] == "volcano"
