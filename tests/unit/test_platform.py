@@ -37,6 +37,7 @@ from kbc.platform.promises import (
     borrowable,
     lanes,
 )
+from kbc.platform.prove import split
 from kbc.supply import paths
 
 EXAMPLE = paths.repo_root() / "manifests" / "platforms" / "example"
@@ -1160,3 +1161,22 @@ def test_a_volcano_queue_s_gpu_capability_is_a_promise_proven_last(tmp_path: Pat
     assert volcano.params["capability"] == 4
     assert "a gang of 5 waits" in volcano.says
     assert list(lanes(promises))[-1] == "volcano"
+
+
+@pytest.mark.parametrize(
+    ("units", "size", "expected"),
+    [((16, 8, (2, 8))), (24, 8, (3, 8)), (25, 8, (25, 1)), (12, 4, (3, 4)), (1, 4, (1, 1)), (16, 1, (16, 1))],
+)
+def test_a_probe_gang_is_made_of_pods_of_the_flavor_s_size(
+    units: int, size: int, expected: tuple[int, int]
+) -> None:
+    assert split(units, size) == expected
+
+
+def test_a_flavor_s_probe_pods_tile_its_nodes_and_its_quotas(example: Platform) -> None:
+    # A100: nodes of 8, quotas 16 (+8) and 16 (+0): pods of 8. H100: nodes of 8, quotas 4 (+4) and
+    # 12 (+4): pods of 4, so research's 4 and training's 12 fill the two nodes in any order.
+    assert example.pod_size("a100", GPU) == 8
+    assert example.pod_size("h100", GPU) == 4
+    assert example.pod_size("missing", GPU) == 8
+    assert example.pod_size("a100", "cpu") == 96, "no quota of it: what the nodes offer"
