@@ -47,8 +47,9 @@ typecheck: .venv/.synced
 # The harness's own tests, then every conformance suite on the same cluster, whose kwok nodes carry the
 # names kind gives its workers: a scenario that depends on node names fails here. The cluster also has
 # one real node (kubelet + containerd on this host), where the real-node suite's pods really run.
+# --durations lists the slowest tests: where make test's time goes (docs/performance.md).
 test: lint typecheck toolchain browser node-deps
-	$(RUN) pytest tests suites --cluster-name kbc-selftest --node-naming kind --real-nodes 1 $(PYTEST_ARGS)
+	$(RUN) pytest tests suites --cluster-name kbc-selftest --node-naming kind --real-nodes 1 --durations=30 $(PYTEST_ARGS)
 
 # What building and running a real node (--real-nodes) needs from Debian: libseccomp's headers for runc
 # (cgo), a static busybox for the toolbox image, iproute2 for the pod bridge.

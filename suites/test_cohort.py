@@ -64,7 +64,7 @@ def expect_queued(kube: Kube, namespace: str, manifest: Obj) -> str:
         f"Kueue's webhook should have suspended Job {created['metadata']['name']}, which names a LocalQueue; "
         "it was created unsuspended, so Kueue does not manage it"
     )
-    return str(wait_workload_of(kube, created, namespace)["metadata"]["name"])
+    return str(wait_workload_of(kube, namespace, created)[0]["metadata"]["name"])
 
 
 def held_at_nominal(workload: Obj) -> str | None:
@@ -87,7 +87,7 @@ def expect_evicted(
 ) -> Obj:
     """Wait for *workload* to be preempted with *reason*; if it never is, say what the preemptor saw."""
     try:
-        return wait_preempted(kube, workload, namespace, reasons={reason})
+        return wait_preempted(kube, namespace, workload, reasons={reason})[0]
     except WaitTimeout as exc:
         waiting = condition(kube.get(apis.WORKLOAD, preemptor, namespace), "QuotaReserved") or {}
         holder = describe_cluster_queue(kube.get(apis.CLUSTER_QUEUE, queue))
@@ -125,7 +125,7 @@ def test_borrower_runs_on_idle_quota_lent_by_its_cohort(
             kube, namespace, job("borrows", pods=4, gpus=1, queue=cohort.local_queues["borrower"])
         )
     with allure.step("the Workload is admitted by the borrower's ClusterQueue"):
-        admitted = wait_admitted(kube, name, namespace, fail=held_at_nominal)
+        (admitted,) = wait_admitted(kube, namespace, name, fail=held_at_nominal)
         podset = admission(admitted)["podSetAssignments"][0]
         assert podset["flavors"][GPU] == flavor, podset
         assert podset["resourceUsage"][GPU] == "4", f"the Workload should account 4 GPUs: {podset}"
@@ -180,7 +180,7 @@ def test_borrowing_limit_holds_back_what_exceeds_it(
         "submit 3 pods x 200m CPU (600m) to the borrower: more than nominal 200m + borrowingLimit 200m"
     ):
         too_big = expect_queued(kube, namespace, job("too-big", pods=3, cpu="200m", queue=borrower_queue))
-        pending = wait_pending(kube, too_big, namespace)
+        (pending,) = wait_pending(kube, namespace, too_big)
     with allure.step("Kueue says it exceeds the borrower's maximum capacity of 400m CPU"):
         cond = condition(pending, "QuotaReserved")
         assert cond is not None and cond["reason"] in EXCEEDS_MAX_QUOTA_REASONS, cond
@@ -199,7 +199,7 @@ def test_borrowing_limit_holds_back_what_exceeds_it(
         )
     with allure.step("2 pods x 200m CPU (400m: nominal 200m + the whole limit 200m) are admitted and run"):
         fits = expect_queued(kube, namespace, job("fits", pods=2, cpu="200m", queue=borrower_queue))
-        wait_admitted(kube, fits, namespace, fail=held_at_nominal)
+        wait_admitted(kube, namespace, fits, fail=held_at_nominal)
         wait_usage(kube, borrower_cq, flavor, "cpu", total="400m", borrowed="200m")
         wait_job_pods_running(kube, namespace, "fits", 2)
     with allure.step("the 600m workload is still pending; the ClusterQueue counts 1 admitted, 1 pending"):
@@ -241,7 +241,7 @@ def test_lender_reclaims_lent_quota_by_evicting_the_borrower(
         borrower = expect_queued(
             kube, namespace, job("borrower", pods=6, gpus=1, queue=cohort.local_queues["borrower"])
         )
-        wait_admitted(kube, borrower, namespace, fail=held_at_nominal)
+        wait_admitted(kube, namespace, borrower, fail=held_at_nominal)
         wait_usage(kube, borrower_cq, flavor, GPU, total="6", borrowed="4")
         wait_job_pods_running(kube, namespace, "borrower", 6)
     with allure.step("the lender submits 2 pods x 1 GPU, within its nominal 4"):
@@ -275,12 +275,12 @@ def test_lender_reclaims_lent_quota_by_evicting_the_borrower(
         )
         assert "due to reclamation within the cohort" in event["message"], event["message"]
     with allure.step("the lender's Workload is admitted and its 2 pods run on its own quota"):
-        wait_admitted(kube, lender, namespace)
+        wait_admitted(kube, namespace, lender)
         wait_job_pods_running(kube, namespace, "lender", 2)
         wait_usage(kube, lender_cq, flavor, GPU, total="2", borrowed="0")
         wait_usage(kube, borrower_cq, flavor, GPU, total="0", borrowed="0")
     with allure.step("the borrower waits suspended with zero pods while the lender uses its quota"):
-        wait_pending(kube, borrower, namespace)
+        wait_pending(kube, namespace, borrower)
         hold_suspended(kube, namespace, "borrower", borrower)
 
 
@@ -318,7 +318,7 @@ def test_higher_priority_preempts_lower_priority_within_a_cluster_queue(
         low = expect_queued(
             kube, namespace, job("low", pods=4, gpus=1, queue=queue, priority_class=priorities["low"])
         )
-        spec = wait_admitted(kube, low, namespace)["spec"]
+        spec = wait_admitted(kube, namespace, low)[0]["spec"]
         assert spec.get("priority") == 100, (
             f"Kueue should take spec.priority from {priorities['low']}: {spec}"
         )
@@ -347,14 +347,14 @@ def test_higher_priority_preempts_lower_priority_within_a_cluster_queue(
             kube, namespace, kind="Job", name="low", reason="Stopped", contains="Preempted to accommodate"
         )
     with allure.step("the high Workload (priority 1000) is admitted and its pods run"):
-        spec = wait_admitted(kube, high, namespace)["spec"]
+        spec = wait_admitted(kube, namespace, high)[0]["spec"]
         assert spec.get("priority") == 1000, (
             f"Kueue should take spec.priority from {priorities['high']}: {spec}"
         )
         wait_job_pods_running(kube, namespace, "high", 2)
     with allure.step("when the high Job completes, the low Workload is readmitted and runs again"):
         wait_job_complete(kube, namespace, "high")
-        readmitted = wait_admitted(kube, low, namespace)
+        (readmitted,) = wait_admitted(kube, namespace, low)
         after = condition(readmitted, "Preempted")
         assert after is not None and after["status"] == "False" and after["reason"] == "QuotaReserved", after
         assert after["message"] == f"Previously: {expected}", after

@@ -265,8 +265,8 @@ def test_gpu_pod_without_the_toleration_is_refused_by_the_taint(
 
 def expect_admitted_on(kube: Kube, namespace: str, created: Obj, flavor: str) -> Obj:
     """Wait for *created*'s Workload to be Admitted; assert Kueue assigned *flavor* to its GPUs."""
-    name = wait_workload_of(kube, created, namespace)["metadata"]["name"]
-    admitted = wait_admitted(kube, name, namespace)
+    name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+    (admitted,) = wait_admitted(kube, namespace, name)
     got = assigned_flavor(admitted)
     assert got == flavor, (
         f"Workload {name} of Job {created['metadata']['name']} was admitted with {GPU} in flavor {got}; "

@@ -52,20 +52,20 @@ def test_two_job_gangs_one_runs_whole_the_other_waits_whole(
         a = kube.create(
             job("gang-a", pods=GANG, gpus=1, run_for="8s", queue=six_gpus.local_queue), namespace=namespace
         )
-        wl_a = wait_workload_of(kube, a, namespace)["metadata"]["name"]
-        wait_admitted(kube, wl_a, namespace)
+        wl_a = wait_workload_of(kube, namespace, a)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, wl_a)
         b = kube.create(
             job("gang-b", pods=GANG, gpus=1, run_for="2s", queue=six_gpus.local_queue), namespace=namespace
         )
-        wl_b = wait_workload_of(kube, b, namespace)["metadata"]["name"]
+        wl_b = wait_workload_of(kube, namespace, b)[0]["metadata"]["name"]
     with allure.step("gang A runs all 4 pods"):
         wait_pods_running(kube, namespace, {"job-name": "gang-a"}, GANG, what="all 4 pods of gang A running")
     with allure.step("gang B stays suspended with zero pods for the consistency window"):
-        wait_pending(kube, wl_b, namespace)
+        wait_pending(kube, namespace, wl_b)
         hold_suspended(kube, namespace, "gang-b", wl_b)
     with allure.step("when gang A completes, gang B is admitted and runs whole"):
         wait_job_complete(kube, namespace, "gang-a")
-        wait_admitted(kube, wl_b, namespace)
+        wait_admitted(kube, namespace, wl_b)
         wait_pods_running(kube, namespace, {"job-name": "gang-b"}, GANG, what="all 4 pods of gang B running")
         wait_job_complete(kube, namespace, "gang-b")
 
@@ -89,15 +89,15 @@ def test_jobset_is_admitted_whole_and_a_second_one_waits_whole(
     assert first["spec"].get("suspend") is True, (
         "Kueue's JobSet webhook suspends a JobSet that names a LocalQueue"
     )
-    wl_first = wait_workload_of(kube, first, namespace)
+    (wl_first,) = wait_workload_of(kube, namespace, first)
     pod_sets = wl_first["spec"]["podSets"]
     assert [p["count"] for p in pod_sets] == [GANG], f"one PodSet of all 4 pods: {pod_sets}"
-    wait_admitted(kube, wl_first["metadata"]["name"], namespace)
+    wait_admitted(kube, namespace, wl_first["metadata"]["name"])
     wait_pods_running(kube, namespace, {JOBSET_LABEL: "first"}, GANG, what="all 4 pods of the first JobSet")
 
     second = kube.create(four_gpu_jobset("second", "2s"), namespace=namespace)
-    wl_second = wait_workload_of(kube, second, namespace)["metadata"]["name"]
-    wait_pending(kube, wl_second, namespace)
+    wl_second = wait_workload_of(kube, namespace, second)[0]["metadata"]["name"]
+    wait_pending(kube, namespace, wl_second)
 
     def unsuspended_children(jobs: list[Obj]) -> list[str]:
         return [j["metadata"]["name"] for j in jobs if not (j.get("spec") or {}).get("suspend")]
@@ -261,7 +261,7 @@ def test_plain_pod_group_is_admitted_only_when_complete(
         "add the third pod: the group's Workload is admitted, gates go, pods run on the flavor's nodes"
     ):
         kube.create(group_pod("trainer-2", group, 3, queue), namespace=namespace)
-        wait_admitted(kube, group, namespace)
+        wait_admitted(kube, namespace, group)
         pods = wait_for_list(
             kube,
             apis.POD,
@@ -278,7 +278,7 @@ def test_plain_pod_group_is_admitted_only_when_complete(
                 f"Kueue injects the flavor's nodeLabels into {pod['metadata']['name']}: {selector}"
             )
     with allure.step("the group's Workload finishes Succeeded"):
-        finished = wait_finished(kube, group, namespace)
+        (finished,) = wait_finished(kube, namespace, group)
         assert (condition(finished, "Finished") or {}).get("reason") == "Succeeded", condition(
             finished, "Finished"
         )

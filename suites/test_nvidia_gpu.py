@@ -87,11 +87,11 @@ def test_queued_gpu_job_sees_its_gpu(
         )
         assert created["spec"]["suspend"] is True, "Kueue's webhook suspends a Job that names a LocalQueue"
     with allure.step("Kueue admits it within the ClusterQueue's GPU quota"):
-        workload = wait_workload_of(kube, created, namespace)["metadata"]["name"]
-        wait_admitted(kube, workload, namespace)
+        workload = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, workload)
     with allure.step("the Job completes (image pull included) and its Workload finishes Succeeded"):
         wait_job_complete(kube, namespace, "nvidia-smi", timeout=timeouts.IMAGE_PULL)
-        finished = wait_finished(kube, workload, namespace)
+        (finished,) = wait_finished(kube, namespace, workload)
         assert (condition(finished, "Finished") or {}).get("reason") == "Succeeded", condition(
             finished, "Finished"
         )

@@ -46,8 +46,8 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
             job("waits", pods=2, cpu="100m", run_for="2s", queue=queues.local_queue), namespace=namespace
         )
         assert created["spec"]["suspend"] is True, "Kueue's webhook suspends a Job that names a LocalQueue"
-        name = wait_workload_of(kube, created, namespace)["metadata"]["name"]
-        wait_pending(kube, name, namespace)
+        name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, name)
     with allure.step("it stays suspended with zero pods for the consistency window"):
         cond = hold_suspended(kube, namespace, "waits", name)
         # Kueue's max-capacity wording (flavorassigner): nothing can ever fit a quota of zero.
@@ -61,7 +61,7 @@ def test_quota_zero_waits_then_runs_when_quota_is_raised(
         cq = kube.get(apis.CLUSTER_QUEUE, queues.cluster_queue)
         cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "200m"
         kube.replace(cq)
-        wait_admitted(kube, name, namespace)
+        wait_admitted(kube, namespace, name)
         pods = wait_pods_running(kube, namespace, {"job-name": "waits"}, 2, what="the Job's 2 pods running")
         for pod in pods:  # Kueue labels the pods it admitted with their queues
             assert labels_of(pod).get(CLUSTER_QUEUE_NAME_LABEL) == queues.cluster_queue, labels_of(pod)
@@ -82,16 +82,16 @@ def test_gpu_quota_admits_what_fits_and_holds_what_does_not(
     with allure.step("submit a 4-GPU Job and an 8-GPU Job to a ClusterQueue with 4 GPUs"):
         small = kube.create(job("fits", gpus=4, queue=queues.local_queue), namespace=namespace)
         large = kube.create(job("too-big", gpus=8, queue=queues.local_queue), namespace=namespace)
-        fits = wait_workload_of(kube, small, namespace)["metadata"]["name"]
-        too_big = wait_workload_of(kube, large, namespace)["metadata"]["name"]
+        fits = wait_workload_of(kube, namespace, small)[0]["metadata"]["name"]
+        too_big = wait_workload_of(kube, namespace, large)[0]["metadata"]["name"]
     with allure.step("the 4-GPU Job is admitted and its pod runs on a node with allocatable GPUs"):
-        wait_admitted(kube, fits, namespace)
+        wait_admitted(kube, namespace, fits)
         (pod,) = wait_pods_running(kube, namespace, {"job-name": "fits"}, 1, what="the 4-GPU pod running")
         assert node_of(pod) in gpu_node_names(kube), (
             f"the 4-GPU pod runs on {node_of(pod)}, a node without GPUs"
         )
     with allure.step("the 8-GPU Job waits suspended with zero pods: 8 exceeds the quota of 4"):
-        wait_pending(kube, too_big, namespace)
+        wait_pending(kube, namespace, too_big)
         cond = hold_suspended(kube, namespace, "too-big", too_big)
         expected = (
             "couldn't assign flavors to pod set main: "
@@ -105,8 +105,8 @@ def test_gpu_quota_admits_what_fits_and_holds_what_does_not(
 def test_job_naming_a_missing_local_queue_stays_suspended(kube: Kube, namespace: str) -> None:
     created = kube.create(job("orphan", queue="no-such-queue"), namespace=namespace)
     assert created["spec"]["suspend"] is True, "Kueue's webhook suspends a Job that names a LocalQueue"
-    name = wait_workload_of(kube, created, namespace)["metadata"]["name"]
-    pending = wait_pending(kube, name, namespace)
+    name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+    (pending,) = wait_pending(kube, namespace, name)
     cond = condition(pending, "QuotaReserved")
     assert cond is not None and cond["reason"] in MISSING_QUEUE_REASONS, cond
     assert "LocalQueue no-such-queue doesn't exist" in cond["message"], cond["message"]

@@ -100,8 +100,8 @@ def test_a_gang_admitted_whole_meets_and_completes(
         )
         assert created["spec"]["suspend"] is True, "Kueue's webhook suspends a Job that names a LocalQueue"
     with allure.step("Kueue admits the whole gang"):
-        workload = wait_workload_of(kube, created, namespace)["metadata"]["name"]
-        wait_admitted(kube, workload, namespace)
+        workload = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, workload)
     with allure.step(f"all {GANG} workers meet and the Job completes on {real_node.name}"):
         wait_job_complete(kube, namespace, "meet", timeout=timeouts.POD_START)
         said = logs(kube, namespace, job_pods(kube, namespace, "meet"))

@@ -5,13 +5,16 @@ Runs only with the canary on (``pytest -m upgrade`` or ``--upgrade-from SRC``), 
 the session; every other suite then runs on the upgraded cluster. Before the upgrade:
 a cohort of GPU ClusterQueues with a borrowing Job, a JobSet and a plain-pod group
 admitted and running (the JobSet at a WorkloadPriorityClass), a gang waiting for
-quota, and a quota-zero queue with a pending Job; where Volcano is installed, a Volcano
-Queue capped at two GPUs with a running 2-pod gang and a pending one. A snapshot records
-every object by UID, each Workload's admission and conditions, each Job's suspend state,
-each pod's UID, node, start time and restarts, each ClusterQueue's usage and borrowing,
-and each PodGroup's phase and running count. After the upgrade the same snapshot must
-read the same; every CRD's objects must be readable at every served version, no stored
-version may have stopped being served, the webhooks must carry a valid CA bundle; then
+quota, and a quota-zero queue with a pending Job; a running Job whose pod claims a DRA device
+within a DRA quota, and a running Job Kueue placed in one rack (where the cluster offers DRA
+devices and racked GPU nodes; the report says where it does not); where Volcano is installed, a
+Volcano Queue capped at two GPUs with a running 2-pod gang and a pending one. A snapshot records
+every object by UID, each Workload's admission (its topology assignment too) and conditions, each
+ResourceClaim's allocated devices, each Job's suspend state, each pod's UID, node, start time and
+restarts, each ClusterQueue's usage and borrowing, and each PodGroup's phase and running count.
+After the upgrade the same snapshot must read the same; every CRD's objects must be readable at
+every served version, no stored version may have stopped being served, the webhooks must carry a
+valid CA bundle; then
 the pending gang is admitted once the borrower's capacity frees, the pending Volcano
 gang runs once the running one ends, a new Job on an old LocalQueue is admitted, and no
 component or control-plane log got an error line about conversion, decoding or
@@ -27,23 +30,31 @@ import allure
 import pytest
 
 from kbc import apis
+from kbc.dra import claim_template, claims_of, devices, results, serves_dra, wait_pods_allocated
+from kbc.errors import OverAdmitted
+from kbc.gpu import gpu_nodes
 from kbc.jobs import wait_pods_running
 from kbc.kube import Kube, Obj
 from kbc.kueue import (
     PRIORITY_CLASS_LABEL,
+    CohortUse,
     Member,
     PriorityFactory,
     QueueFactory,
     admission,
     amount,
+    cohort_use,
     flavor_usage,
     hold_suspended,
+    start_up_lines,
     wait_admitted,
     wait_pending,
     wait_usage,
     wait_workload_of,
 )
-from kbc.labels import GPU
+from kbc.kueue.settings import DRA_QUOTA
+from kbc.kueue.topology import required, topology
+from kbc.labels import BLOCK_LABEL, DRA_DRIVER, GPU, HOSTNAME_LABEL, PRODUCT_LABEL, RACK_LABEL
 from kbc.snapshot import (
     ABSENT,
     KEPT_PROPERTY,
@@ -56,7 +67,6 @@ from kbc.snapshot import (
     unreadable_versions,
 )
 from kbc.volcano import (
-    JOB_NAME_LABEL,
     PENDING,
     QUOTA_INSUFFICIENT,
     RUNNING,
@@ -66,6 +76,7 @@ from kbc.volcano import (
     wait_pending_because,
     wait_podgroup,
     wait_podgroup_of,
+    wait_vcjob_pods_running,
 )
 from kbc.workloads import group_pod, job, jobset, vcjob
 
@@ -79,6 +90,8 @@ KINDS = (apis.WORKLOAD, apis.JOB, apis.JOBSET, apis.POD, apis.LOCAL_QUEUE)
 # Volcano's part, where it is installed.
 VOLCANO_CRD, VOLCANO_GROUPS, VOLCANO_WEBHOOKS = "queues.scheduling.volcano.sh", ("volcano.sh",), ("volcano",)
 VOLCANO_KINDS = (apis.VCJOB, apis.PODGROUP)
+# DRA's part, where the API server serves resource.k8s.io/v1.
+DRA_KINDS = (apis.RESOURCE_CLAIM,)
 VOLCANO_GANG = 2
 
 
@@ -95,13 +108,7 @@ def make_volcano_state(kube: Kube, namespace: str, make_queue: VolcanoQueueFacto
     wait_podgroup(
         kube, running_group, namespace, until=lambda pg: phase(pg) == RUNNING, what=f"{running_group} Running"
     )
-    wait_pods_running(
-        kube,
-        namespace,
-        {JOB_NAME_LABEL: "vc-running"},
-        VOLCANO_GANG,
-        what=f"the {VOLCANO_GANG} pods of vcjob vc-running",
-    )
+    wait_vcjob_pods_running(kube, namespace, "vc-running", VOLCANO_GANG)
     waiting = create_vcjob(
         kube,
         vcjob("vc-waiting", queue, replicas=VOLCANO_GANG, min_available=VOLCANO_GANG, run_for=RUNS_THROUGH),
@@ -116,6 +123,55 @@ def make_volcano_state(kube: Kube, namespace: str, make_queue: VolcanoQueueFacto
 
     wait_pending_because(kube, waiting_group, namespace, message=QUOTA_INSUFFICIENT, fail=went_on)
     return queue, running_group, waiting_group
+
+
+def claim_state(kube: Kube, namespace: str, make_kueue_queues: QueueFactory) -> str:
+    """A one-pod Job whose pod claims a DRA device, admitted within a DRA quota of one and running: the
+    snapshot records its claim's allocation. Where the cluster offers no DRA device, says why not."""
+    missing = serves_dra(kube)
+    if missing is not None or not devices(kube, DRA_DRIVER):
+        return f"not part of the state: {missing or f'no ResourceSlice offers a device of {DRA_DRIVER}'}"
+    queues = make_kueue_queues(members={"claims": Member({"cpu": "4", DRA_QUOTA: "1"}, in_cohort=False)})
+    kube.create(claim_template("one-device", count=1), namespace=namespace)
+    made = kube.create(
+        job("claims", run_for=RUNS_THROUGH, queue=queues.local_queue, claim="one-device"), namespace=namespace
+    )
+    workload = wait_workload_of(kube, namespace, made)[0]["metadata"]["name"]
+    wait_admitted(kube, namespace, workload)
+    (pod,) = wait_pods_allocated(kube, namespace, {"job-name": "claims"}, 1)
+    given = [f"{r['pool']}/{r['device']}" for c in claims_of(kube, namespace, pod) for r in results(c)]
+    return f"Workload {workload} admitted within {DRA_QUOTA} 1, its pod's claim allocated {', '.join(given)}"
+
+
+def rack_state(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory, request: pytest.FixtureRequest
+) -> str:
+    """A one-pod Job that requires one rack, admitted by Kueue's topology-aware scheduling on the GPU nodes of
+    a product whose nodes carry rack labels: the snapshot records its topology assignment. Where no GPU node
+    carries a rack, says why not."""
+    racked = [n for n in gpu_nodes(kube) if RACK_LABEL in n.labels and BLOCK_LABEL in n.labels]
+    if not racked:
+        return f"not part of the state: no GPU node carries {RACK_LABEL} and {BLOCK_LABEL}"
+    product = racked[0].product
+    name = f"upgrade-dc-{namespace.rsplit('-', 1)[-1]}"
+    kube.create(topology(name, (BLOCK_LABEL, RACK_LABEL, HOSTNAME_LABEL)))
+    request.addfinalizer(lambda: kube.delete(apis.TOPOLOGY, name))
+    queues = make_kueue_queues(
+        members={"racked": Member({"cpu": "4", GPU: "1"}, in_cohort=False)},
+        flavors={"racks": {PRODUCT_LABEL: product}},
+        topology=name,
+    )
+    made = kube.create(
+        job(
+            "racked", gpus=1, run_for=RUNS_THROUGH, queue=queues.local_queue, annotations=required(RACK_LABEL)
+        ),
+        namespace=namespace,
+    )
+    workload = wait_workload_of(kube, namespace, made)[0]["metadata"]["name"]
+    (given,) = wait_admitted(kube, namespace, workload)
+    wait_pods_running(kube, namespace, {"job-name": "racked"}, 1, what="the racked Job's pod")
+    (assignment,) = admission(given).get("podSetAssignments") or [{}]
+    return f"Workload {workload} admitted on {product} in one rack: {assignment.get('topologyAssignment')}"
 
 
 def usage_of_admitted(workloads: list[Obj], cluster_queue: str, flavor: str) -> Decimal:
@@ -141,6 +197,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
     upgrade_start: list[str],
     upgrade: Callable[[], list[str]],
     upgrade_log_errors: Callable[[], list[str] | None],
+    upgrade_logs: Callable[[], dict[str, str] | None],
     request: pytest.FixtureRequest,
 ) -> None:
     with allure.step("install old: the cluster runs the old pins"):
@@ -166,26 +223,32 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         )
         trainer["metadata"].setdefault("labels", {})[PRIORITY_CLASS_LABEL] = priorities["high"]
         trainer = kube.create(trainer, namespace=namespace)
-        admitted = [wait_workload_of(kube, borrows, namespace), wait_workload_of(kube, trainer, namespace)]
+        admitted = wait_workload_of(kube, namespace, borrows, trainer)
         for index in range(2):
             kube.create(
                 group_pod(f"member-{index}", "group", 2, lender, run_for=RUNS_THROUGH), namespace=namespace
             )
-        names = [w["metadata"]["name"] for w in admitted] + ["group"]
-        for name in names:
-            wait_admitted(kube, name, namespace)
+        wait_admitted(kube, namespace, *(w["metadata"]["name"] for w in admitted), "group")
         wait_pods_running(kube, namespace, {}, 8, what="the 8 pods of the borrower, the JobSet and the group")
         gang = kube.create(job("gang", pods=2, gpus=1, run_for="2s", queue=lender), namespace=namespace)
-        gang_workload = wait_workload_of(kube, gang, namespace)["metadata"]["name"]
-        wait_pending(kube, gang_workload, namespace)
+        gang_workload = wait_workload_of(kube, namespace, gang)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, gang_workload)
         starved = kube.create(
             job("starved", gpus=1, run_for="2s", queue=empty.local_queue), namespace=namespace
         )
-        starved_workload = wait_workload_of(kube, starved, namespace)["metadata"]["name"]
-        wait_pending(kube, starved_workload, namespace)
+        starved_workload = wait_workload_of(kube, namespace, starved)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, starved_workload)
         # The snapshot must see the ClusterQueues' status caught up with what they admitted.
         wait_usage(kube, cohort.cluster_queues["borrower"], flavor, GPU, total="4", borrowed="2")
         wait_usage(kube, cohort.cluster_queues["lender"], flavor, GPU, total="4")
+    with allure.step("make state: a claim-bearing Job in a DRA quota, and a Job Kueue placed in one rack"):
+        dra = claim_state(kube, namespace, make_kueue_queues)
+        racked = rack_state(kube, namespace, make_kueue_queues, request)
+        allure.attach(
+            f"DRA: {dra}\ntopology: {racked}",
+            name="DRA and topology state",
+            attachment_type=allure.attachment_type.TEXT,
+        )
     volcano = kube.find(apis.CUSTOM_RESOURCE_DEFINITION, VOLCANO_CRD) is not None
     if volcano:
         with allure.step("make state: a Volcano Queue capped at 2 GPUs, a gang running in it, one pending"):
@@ -203,21 +266,62 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         return take_snapshot(
             kube,
             namespaces=[namespace],
-            namespaced=KINDS + (VOLCANO_KINDS if volcano else ()),
+            namespaced=KINDS
+            + (VOLCANO_KINDS if volcano else ())
+            + (DRA_KINDS if serves_dra(kube) is None else ()),
             cluster_scoped={
                 apis.CLUSTER_QUEUE: [*cohort.cluster_queues.values(), empty.cluster_queue],
+                apis.COHORT: [cohort.cohort] if cohort.cohort else [],
                 apis.RESOURCE_FLAVOR: [*cohort.flavors.values(), empty.flavor],
                 apis.WORKLOAD_PRIORITY_CLASS: list(priorities.values()),
                 **({apis.VOLCANO_QUEUE: [vc_queue]} if volcano else {}),
             },
         )
 
+    def use() -> CohortUse:
+        # As the Workloads' admissions have it (the ground truth), or Kueue's status where it says more.
+        queues = [kube.get(apis.CLUSTER_QUEUE, q) for q in cohort.cluster_queues.values()]
+        admitted = cohort_use(queues, flavor, GPU, kube.list(apis.WORKLOAD, namespace=namespace))
+        reported = cohort_use(queues, flavor, GPU)
+        return admitted if admitted.total >= reported.total else reported
+
     with allure.step("snapshot"):
         before = snapshot()
+        used_before = use()
         allure.attach(before.render(), name="snapshot before", attachment_type=allure.attachment_type.TEXT)
     with allure.step("upgrade"):
         done = upgrade()
         allure.attach("\n".join(done), name="upgrade", attachment_type=allure.attachment_type.TEXT)
+    with allure.step("verify: the cohort holds no more than its quota (an over-admission is a finding)"):
+        # First, and in its own words: a cohort committed beyond its quota is the component's doing. Never
+        # waited away: the gang that slips in stays admitted (Kueue does not preempt to undo it).
+        used_after = use()
+        if used_after.over:
+            admitted_before = {
+                n for n, w in before.of_kind(apis.WORKLOAD).items() if w["admission"] != ABSENT
+            }
+            newly = [
+                f"Workload {w['metadata']['name']} admitted by {admission(w).get('clusterQueue')} "
+                f"({w['metadata'].get('creationTimestamp')}): {admission(w).get('podSetAssignments')}"
+                for w in kube.list(apis.WORKLOAD, namespace=namespace)
+                if admission(w) and w["metadata"]["name"] not in admitted_before
+            ]
+            logs = upgrade_logs() or {}
+            evidence = [
+                f"{name}: {line}"
+                for name, text in logs.items()
+                if "kueue" in name
+                for line in start_up_lines(text)
+            ]
+            allure.attach("\n".join(evidence) or "no Kueue log here", name="Kueue's log after the upgrade")
+            raise OverAdmitted(
+                f"over-admitted: after the upgrade the cohort holds {used_after.describe()} {GPU}; before "
+                f"it {used_before.describe()}. Admitted since: {'; '.join(newly) or 'none'}. A component "
+                "finding, not a flake: Kueue's scheduler can admit in its first cycle before its cache "
+                "holds every ClusterQueue of a cohort (docs/canary.md, over-admission after a restart). "
+                "Kueue's log after the upgrade:\n"
+                + ("\n".join(evidence[:40]) or "(this provider keeps no logs here)")
+            )
     with allure.step("verify: every object, admission, condition, suspend state, pod and usage as before"):
         after = snapshot()
         changes = compare(before, after)
@@ -261,8 +365,8 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         hold_suspended(kube, namespace, "gang", gang_workload)
         kube.delete(apis.JOB, "borrows", namespace=namespace)
         kube.delete_all(apis.POD, namespace=namespace, labels={"job-name": "borrows"})
-        wait_admitted(kube, gang_workload, namespace)
-        wait_pending(kube, starved_workload, namespace)
+        wait_admitted(kube, namespace, gang_workload)
+        wait_pending(kube, namespace, starved_workload)
     if volcano:
         with allure.step("verify: the pending Volcano gang runs whole once the running one ends"):
             kube.delete(apis.VCJOB, "vc-running", namespace=namespace)
@@ -273,18 +377,12 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
                 until=lambda pg: phase(pg) == RUNNING,
                 what=f"{vc_waiting} Running",
             )
-            wait_pods_running(
-                kube,
-                namespace,
-                {JOB_NAME_LABEL: "vc-waiting"},
-                VOLCANO_GANG,
-                what=f"the {VOLCANO_GANG} pods of vcjob vc-waiting",
-            )
+            wait_vcjob_pods_running(kube, namespace, "vc-waiting", VOLCANO_GANG)
     with allure.step("verify: a new Job on an old LocalQueue is admitted by the new Kueue"):
         fresh = kube.create(job("after-upgrade", gpus=1, run_for="2s", queue=borrower), namespace=namespace)
-        given = admission(
-            wait_admitted(kube, wait_workload_of(kube, fresh, namespace)["metadata"]["name"], namespace)
-        )
+        (workload,) = wait_workload_of(kube, namespace, fresh)
+        (admitted_fresh,) = wait_admitted(kube, namespace, workload["metadata"]["name"])
+        given = admission(admitted_fresh)
         assert given["clusterQueue"] == cohort.cluster_queues["borrower"], given
     with allure.step(
         "verify: no component logged a conversion, decoding or certificate error after the upgrade"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -92,6 +93,44 @@ def run_pytest(
     return run
 
 
+OVER_ADMITTED = "kbc.errors.OverAdmitted"
+
+
+class KueueOverAdmittedWarning(UserWarning):
+    """An inner run met Kueue's over-admission after a restart (a component finding, docs/canary.md)."""
+
+
+def run_pytest_past_the_finding(
+    args: Sequence[str],
+    extra: Sequence[str] = (),
+    *,
+    sabotage: str | None,
+    timeout: float = 300,
+    env: Mapping[str, str] | None = None,
+    attempts: int = 3,
+) -> InnerRun:
+    """:func:`run_pytest`, run again while its only failures are Kueue's over-admission after a restart.
+
+    That finding is Kueue's (the canary reports it, docs/canary.md): in a run that meets it the upgrade
+    scenario stops at it, before the checks this project's own test is about, so the test needs a run
+    that got past it. Every such run is reported as a warning, never hidden; the last run is returned
+    whatever it holds.
+    """
+    for attempt in range(1, attempts + 1):
+        run = run_pytest(args, extra, sabotage=sabotage, timeout=timeout, env=env)
+        if not run.failures or not all(OVER_ADMITTED in failure for failure in run.failures):
+            return run
+        first = run.failures[0].splitlines()[0][:400]
+        warnings.warn(
+            KueueOverAdmittedWarning(
+                f"run {attempt} of at most {attempts} met Kueue's over-admission after a restart (a "
+                f"component finding, not this harness's): {first}"
+            ),
+            stacklevel=2,
+        )
+    return run
+
+
 def read_junit(path: Path) -> tuple[dict[str, int], list[str]]:
     """Outcome counts (one per test case) and the failure and error texts of a pytest JUnit XML file.
 
@@ -125,16 +164,22 @@ def expect_failure(
     *,
     sabotage: str | None,
     because: list[str],
+    or_because: Sequence[list[str]] = (),
     timeout: float = 300,
     extra: Sequence[str] = (),
     junit: Path | None = None,
 ) -> InnerRun:
     """Run *target* with *sabotage*: exactly one test must fail (none pass, none error), and its failure
-    must say every text in *because* (the words that explain the broken behaviour)."""
+    must say every text in *because* (the words that explain the broken behaviour), or every text of one
+    list in *or_because* (where the sabotage can surface at two checks, depending on timing)."""
     run = run_scenario(cluster, target, sabotage=sabotage, timeout=timeout, extra=extra, junit=junit)
     assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
     assert run.returncode == 1, run.explain()
     (failure,) = run.failures
-    missing = [text for text in because if text not in failure]
-    assert not missing, f"the failure does not explain itself with {missing}:\n{failure}\n" + run.explain()
+    explanations = [because, *or_because]
+    missing = [[text for text in words if text not in failure] for words in explanations]
+    assert not all(missing), (
+        f"the failure does not explain itself with {' or '.join(map(str, missing))}:\n{failure}\n"
+        + run.explain()
+    )
     return run

@@ -21,6 +21,7 @@ SUITE = "suites/test_cohort.py"
 SHORTER_WAITS = ["--timeout-scale", "0.25"]
 
 
+@pytest.mark.sabotages("suites/test_cohort.py::test_borrower_runs_on_idle_quota_lent_by_its_cohort")
 def test_borrowing_fails_when_the_queues_share_no_cohort(cluster: Cluster) -> None:
     expect_failure(
         cluster,
@@ -35,6 +36,7 @@ def test_borrowing_fails_when_the_queues_share_no_cohort(cluster: Cluster) -> No
     )
 
 
+@pytest.mark.sabotages("suites/test_cohort.py::test_borrowing_limit_holds_back_what_exceeds_it")
 def test_borrowing_limit_fails_when_the_limit_is_lifted(cluster: Cluster) -> None:
     expect_failure(
         cluster,
@@ -49,6 +51,7 @@ def test_borrowing_limit_fails_when_the_limit_is_lifted(cluster: Cluster) -> Non
 
 
 @pytest.mark.slow  # waits out the scenario's eviction deadline
+@pytest.mark.sabotages("suites/test_cohort.py::test_lender_reclaims_lent_quota_by_evicting_the_borrower")
 def test_reclaim_fails_when_the_lender_may_not_reclaim(cluster: Cluster) -> None:
     expect_failure(
         cluster,
@@ -65,6 +68,9 @@ def test_reclaim_fails_when_the_lender_may_not_reclaim(cluster: Cluster) -> None
 
 
 @pytest.mark.slow  # waits out the scenario's eviction deadline
+@pytest.mark.sabotages(
+    "suites/test_cohort.py::test_higher_priority_preempts_lower_priority_within_a_cluster_queue"
+)
 def test_priority_preemption_fails_when_the_queue_may_not_preempt(cluster: Cluster) -> None:
     expect_failure(
         cluster,

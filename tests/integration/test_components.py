@@ -56,11 +56,11 @@ def test_kueue_suspends_a_queued_job_and_admits_it_once_quota_exists(
     assert not kube.list(apis.POD, namespace=namespace), "a suspended Job must have no pods"
     with kueue_queues(kube, namespace, unique, {"cpu": "4"}) as queues:
         name = workload["metadata"]["name"]
-        admitted = wait_admitted(kube, name, namespace)
+        (admitted,) = wait_admitted(kube, namespace, name)
         assert admission(admitted)["clusterQueue"] == queues.cluster_queue
         done = wait_job_complete(kube, namespace, "queued")
         assert done["status"]["succeeded"] == 2
-        wait_finished(kube, name, namespace)
+        wait_finished(kube, namespace, name)
 
 
 def test_jobset_creates_its_child_jobs_and_completes(kube: Kube, namespace: str) -> None:

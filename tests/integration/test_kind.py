@@ -29,14 +29,21 @@ from kbc.cluster.providers.kind.config import BuiltImages as BuiltConfig
 from kbc.cluster.providers.kind.config import kind_config
 from kbc.cluster.providers.kind.docker import Docker
 from kbc.kube import connect, is_true, labels_of
-from kbc.labels import GPU, POOL_LABEL, REAL_NODE_LABEL, SHARED_DIR_ANNOTATION, WORKLOAD_IMAGE
+from kbc.labels import (
+    GPU,
+    HARNESS_SLICE_LABEL,
+    POOL_LABEL,
+    REAL_NODE_LABEL,
+    SHARED_DIR_ANNOTATION,
+    WORKLOAD_IMAGE,
+)
 from kbc.process import command_lines
 from kbc.supply import paths
 from kbc.supply.images.build import ETCD_TAG_LABEL, ImageBuilder
 from kbc.supply.lock import load_lock
 from kbc.supply.toolchain import Toolchain
 from tests.integration.commands import KBC, KBC_AS_TYPED, REPO
-from tests.integration.suite_runner import run_pytest
+from tests.integration.suite_runner import run_pytest, run_pytest_past_the_finding
 
 pytestmark = pytest.mark.cluster
 
@@ -51,7 +58,23 @@ SCENARIOS = [
     "suites/test_cohort.py::test_lender_reclaims_lent_quota_by_evicting_the_borrower",
     "suites/test_gpu_quota.py::test_pod_over_the_gpu_cap_is_refused_and_one_within_is_admitted",
     "suites/test_real_nodes.py::test_a_gang_admitted_whole_meets_and_completes",
+    # Kueue's pod killed without grace: the Deployment's new pod serves its webhooks and takes the Lease.
+    "suites/test_controllers.py::test_a_killed_kueue_comes_back_and_reconciles_what_waits_with_nothing_lost",
+    "suites/test_controllers.py::test_kueue_webhook_refuses_a_lending_limit_above_the_nominal_quota",
+    # GPUs by DRA from the pinned dra-example-driver: kube-scheduler allocates a device its kubelet plugin
+    # published, and the plugin prepares it for the container (a pod without a claim sees none).
+    "suites/test_dra.py::test_a_claim_is_allocated_a_device_that_a_node_offers",
+    "suites/test_dra.py::test_a_driver_prepares_the_allocated_device_and_the_pod_sees_it",
 ]
+# The DRA scenario that only a driver's kubelet plugin can pass runs (and is sabotaged) on kind only: on the
+# local provider the harness publishes the slices and it skips, so test_dra_can_fail.py cannot break it.
+DRA_PREPARED = "suites/test_dra.py::test_a_driver_prepares_the_allocated_device_and_the_pod_sees_it"
+DRA_SABOTAGES = {
+    # The claim kept from the container: allocated and prepared, but the container is given nothing.
+    "dra_claim_kept_from_the_container": ["AssertionError", "was allocated gpu-", "sees no device"],
+    # The control given a claim: the pod that should claim nothing sees a device.
+    "dra_every_pod_claims_a_device": ["AssertionError", "a pod that claims no device sees {'GPU_DEVICE_"],
+}
 
 
 def kbc(env: dict[str, str], *args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
@@ -173,7 +196,7 @@ def test_the_canary_upgrades_the_charts_with_helm_on_kind(docker_env: dict[str, 
     made, the new charts' crds/ then helm upgrade, nothing lost, the logs read from the pods."""
     lock = load_lock()
     reports = tmp_path / "reports"
-    run = run_pytest(
+    run = run_pytest_past_the_finding(
         ["suites/test_upgrade.py", "-m", "upgrade", *BUILD, "--cluster-name", "kbc-selftest-kind-canary"],
         ["--report-dir", str(reports)],
         sabotage=None,
@@ -265,6 +288,41 @@ def test_kind_makes_the_cluster_from_built_images_and_helm_installs_the_charts_f
     assert any(name.startswith("kube-system.kube-apiserver-") for name in logs), logs
 
 
+def test_the_pinned_dra_driver_publishes_the_pools_devices_on_their_nodes_only(
+    kind_cluster: subprocess.CompletedProcess[str],
+) -> None:
+    """The dra-example-driver built here and installed by its chart: its kubelet plugin on the DRA pools'
+    workers only, by the digest built here, publishing each one's devices; the chart's DeviceClass the only
+    one of the driver (the harness makes none on kind)."""
+    assert kind_cluster.returncode == 0, kind_cluster.stderr
+    lock = load_lock()
+    (driver,) = lock.dra_drivers.values()
+    pools = {p.name: p for p in load_pools(paths.manifests_dir() / "nodes") if p.dra is not None}
+    assert pools, "the pools declare DRA devices"
+    built = {b.name: b.digest for b in ImageBuilder(lock).built()}
+    kubeconfig = paths.clusters_dir() / f"kind-{CLUSTER}" / "kubeconfig"
+    with connect(kubeconfig) as kube:
+        members = {
+            n["metadata"]["name"]: pools[labels_of(n)[POOL_LABEL]]
+            for n in kube.list(apis.NODE)
+            if labels_of(n).get(POOL_LABEL) in pools
+        }
+        (made,) = [c for c in kube.list(apis.DEVICE_CLASS) if c["metadata"]["name"] == driver.driver]
+        assert made["metadata"]["annotations"]["meta.helm.sh/release-name"] == driver.name, made["metadata"]
+        slices = [s for s in kube.list(apis.RESOURCE_SLICE) if s["spec"]["driver"] == driver.driver]
+        published = {s["spec"]["nodeName"]: len(s["spec"]["devices"]) for s in slices}
+        assert published == {node: pool.dra.count for node, pool in members.items() if pool.dra}, published
+        assert not any(HARNESS_SLICE_LABEL[0] in labels_of(s) for s in slices), (
+            "a driver's, not the harness's"
+        )
+        plugins = kube.list(apis.POD, namespace=driver.namespace)
+        assert sorted(p["spec"]["nodeName"] for p in plugins) == sorted(members)
+        for plugin in plugins:
+            (status,) = plugin["status"]["containerStatuses"]
+            assert status["ready"] and status["imageID"].endswith(built[driver.image_name]), status
+    assert f"[kind] DRA driver {driver.driver}: {driver.name} {driver.version}" in kind_cluster.stderr
+
+
 def test_a_second_up_reuses_the_cluster_and_installs_nothing(
     kind_cluster: subprocess.CompletedProcess[str], docker_env: dict[str, str]
 ) -> None:
@@ -302,3 +360,23 @@ def test_a_scenario_broken_on_kind_fails_there_too(
         env=docker_env,
     )
     assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
+
+
+@pytest.mark.sabotages(DRA_PREPARED)
+@pytest.mark.parametrize("sabotage", list(DRA_SABOTAGES))
+def test_the_dra_driver_scenario_fails_with_each_sabotage_on_kind(
+    kind_cluster: subprocess.CompletedProcess[str], docker_env: dict[str, str], sabotage: str
+) -> None:
+    """Each half of the scenario the dra-example-driver passes on kind, broken there: it must fail."""
+    assert kind_cluster.returncode == 0, kind_cluster.stderr
+    run = run_pytest(
+        [DRA_PREPARED, *BUILD],
+        ["--cluster-name", CLUSTER, "--timeout-scale", "0.5"],
+        sabotage=sabotage,
+        timeout=600,
+        env=docker_env,
+    )
+    assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
+    (failure,) = run.failures
+    missing = [text for text in DRA_SABOTAGES[sabotage] if text not in failure]
+    assert not missing, f"the failure does not explain itself with {missing}:\n{failure}"

@@ -5,64 +5,16 @@ what changed in observed behaviour."""
 
 from __future__ import annotations
 
-import json
 import secrets
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.integration.commands import KBC, REPO
+from tests.integration.platform_runner import EXAMPLE, copy_example, edit, outcomes, verify
 
 pytestmark = pytest.mark.cluster
-
-EXAMPLE = REPO / "manifests" / "platforms" / "example"
-
-
-def copy_example(tmp_path: Path, prefix: str) -> Path:
-    """A copy of the example platform under a name no other run uses (it names the twin)."""
-    target = tmp_path / f"{prefix}-{secrets.token_hex(2)}"
-    shutil.copytree(EXAMPLE, target)
-    return target
-
-
-def verify(
-    platform: Path, report: Path, *args: str, timeout: float = 900
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            *KBC,
-            "verify",
-            "--platform",
-            str(platform),
-            "--report-dir",
-            str(report),
-            *args,
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=REPO,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def outcomes(report: Path) -> dict[str, dict[str, Any]]:
-    data = json.loads((report / "summary.json").read_text())
-    return {p["id"]: p for p in data["platform"]["promises"]}
-
-
-def edit(path: Path, change: Any) -> None:
-    """Rewrite the YAML documents of *path* with *change* (document -> None)."""
-    docs = list(yaml.safe_load_all(path.read_text()))
-    for doc in docs:
-        change(doc)
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
 
 
 def test_the_example_platform_holds_every_promise(tmp_path: Path) -> None:
@@ -145,7 +97,7 @@ def test_each_seeded_misconfiguration_fails_naming_the_object_the_file_and_what_
     )
     assert done.returncode == 1, done.stdout[-6000:] + done.stderr[-3000:]
     found = outcomes(report)
-    failed = {pid: p["did"] for pid, p in found.items() if not p["held"]}
+    failed = {pid: p["did"] for pid, p in found.items() if p["state"] == "fails"}
     assert set(failed) == {
         "flavor/h100",
         "team-research/resource-quota/gpu-budget/limits.nvidia.com/gpu",
@@ -153,6 +105,9 @@ def test_each_seeded_misconfiguration_fails_naming_the_object_the_file_and_what_
         "team-research/interns/local-queue",
         "research/a100/nvidia.com/gpu/borrow",
     }, failed
+    # The h100 gangs, admitted by quota, cannot run on the flavor's nodes: not proven, naming why.
+    unproven = {pid: p for pid, p in found.items() if p["state"] == "not proven"}
+    assert unproven["research/h100/nvidia.com/gpu/nominal"]["depends_on"] == ["flavor/h100"], unproven
     flavor = failed["flavor/h100"]
     assert "ResourceFlavor h100 (queues/flavors.yaml, document 2" in flavor, flavor
     assert "match none of the twin's 10 nodes" in flavor and "NVIDIA-H100-80GB-HBM3" in flavor, flavor
@@ -171,6 +126,120 @@ def test_each_seeded_misconfiguration_fails_naming_the_object_the_file_and_what_
     assert "(queues/cluster-queues.yaml, document 1" in borrow and "is never reached" in borrow, borrow
     # The terminal says the same, and the test ids name the promises.
     assert "FAILED" in done.stdout and "test_promise[flavor/h100]" in done.stdout
+
+
+def _typo_in_a_flavor_s_labels(platform: Path) -> None:
+    edit(
+        platform / "queues" / "flavors.yaml",
+        lambda d: (
+            d["spec"]["nodeLabels"].update({"nvidia.com/gpu.product": "NVIDIA-H100-80GB"})
+            if d["metadata"]["name"] == "h100"
+            else None
+        ),
+    )
+
+
+def _flavor_without_the_toleration(platform: Path) -> None:
+    edit(
+        platform / "queues" / "flavors.yaml",
+        lambda d: d["spec"].pop("tolerations") if d["metadata"]["name"] == "a100" else None,
+    )
+
+
+def _local_queue_naming_a_missing_cluster_queue(platform: Path) -> None:
+    teams = platform / "teams" / "teams.yaml"
+    data = yaml.safe_load(teams.read_text())
+    for item in data["items"]:
+        if item["kind"] == "LocalQueue" and item["metadata"]["name"] == "training":
+            item["spec"]["clusterQueue"] = "trainnig"
+    teams.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def root_of(found: dict[str, dict[str, Any]], pid: str) -> str:
+    """The promise at the end of *pid*'s not-proven chain: what kept it from being proven."""
+    seen = [pid]
+    while found[seen[-1]]["state"] == "not proven" and found[seen[-1]]["depends_on"]:
+        seen.append(found[seen[-1]]["depends_on"][0])
+        assert len(seen) < 10, seen
+    return seen[-1]
+
+
+@pytest.mark.parametrize(
+    ("seed", "failing", "words"),
+    [
+        pytest.param(
+            _typo_in_a_flavor_s_labels,
+            "flavor/h100",
+            ["match none of the twin's 10 nodes", "NVIDIA-H100-80GB-HBM3"],
+            id="typo-in-flavor-labels",
+        ),
+        pytest.param(
+            _flavor_without_the_toleration,
+            "flavor/a100",
+            [
+                "ResourceFlavor a100 (queues/flavors.yaml, document 1",
+                "does not tolerate the taint nvidia.com/gpu=present:NoSchedule that 4 of its 4 nodes carry",
+                "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}",
+            ],
+            id="flavor-without-toleration",
+        ),
+        pytest.param(
+            _local_queue_naming_a_missing_cluster_queue,
+            "team-training/training/local-queue",
+            ["names ClusterQueue trainnig, which the platform does not define"],
+            id="local-queue-naming-a-missing-cluster-queue",
+        ),
+    ],
+)
+def test_one_misconfiguration_gives_one_failure_and_the_promises_it_keeps_from_being_proven_say_so(
+    tmp_path: Path, seed: Any, failing: str, words: list[str]
+) -> None:
+    platform = copy_example(tmp_path, "one")
+    seed(platform)
+    report = tmp_path / "report"
+    done = verify(platform, report)
+    assert done.returncode == 1, done.stdout[-6000:] + done.stderr[-3000:]
+    found = outcomes(report)
+    states = {pid: p["state"] for pid, p in found.items()}
+    failed = [pid for pid, state in states.items() if state == "fails"]
+    assert failed == [failing], {pid: found[pid]["did"] for pid in failed}
+    assert "broken" not in states.values(), {pid: p["did"] for pid, p in found.items() if p["broken"]}
+    said = found[failing]["did"]
+    assert all(w in said for w in words), said
+    unproven = [pid for pid, state in states.items() if state == "not proven"]
+    assert unproven, "the failure keeps some promise from being proven"
+    strays = {pid: found[pid]["did"] for pid in unproven if root_of(found, pid) != failing}
+    assert not strays, strays
+    assert all("not proven: " in found[pid]["did"] for pid in unproven)
+    assert f"1 fails, {len(unproven)} not proven" in done.stdout, done.stdout[-3000:]
+
+
+def test_placement_is_kueue_s_a_flavor_promise_shows_the_labels_and_tolerations_it_injected(
+    tmp_path: Path,
+) -> None:
+    report = tmp_path / "report"
+    done = verify(EXAMPLE, report, "-k", "flavor/")
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    found = outcomes(report)
+    h100 = found["flavor/h100"]
+    assert h100["state"] == "holds", h100
+    assert "2 nodes carry its nodeLabels, tolerating their taints" in h100["did"], h100
+    assert "nodeSelector nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 and its 1 toleration(s)" in h100["did"]
+    assert "injected by Kueue (the Job carried none)" in h100["did"], h100
+
+
+def test_a_flavor_kueue_places_nowhere_in_particular_fails_its_promise(tmp_path: Path) -> None:
+    # The twin's flavors lose their nodeLabels (the platform's files keep them): Kueue injects no selector,
+    # and h100's gangs may run on any GPU node. A probe that selected the flavor's nodes itself would pass.
+    report = tmp_path / "report"
+    done = verify(EXAMPLE, report, "-k", "flavor/h100", "-p", "tests.sabotage.platform_flavor_labels_dropped")
+    assert done.returncode == 1, done.stdout[-6000:] + done.stderr[-3000:]
+    h100 = outcomes(report)["flavor/h100"]
+    assert h100["state"] == "fails", h100
+    assert (
+        "its pods do not carry the flavor's nodeLabels {'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3'}"
+        in (h100["did"])
+    ), h100
 
 
 def test_an_object_the_api_server_refuses_names_the_file_the_document_and_the_server_s_words(

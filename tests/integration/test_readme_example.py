@@ -62,3 +62,45 @@ def test_the_readme_scenario_fails_with_its_sabotage(tmp_path: Path, cluster: Cl
     assert outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, output
     (failure,) = failures
     assert "kbc.errors.WaitGaveUp" in failure and "Kueue reserved quota for it instead" in failure, failure
+
+
+def test_the_readme_scenario_runs_under_the_canary_from_a_directory_of_its_own(tmp_path: Path) -> None:
+    # A platform team's scenario is a scenario by its marker, wherever it lives: the canary runs it on the
+    # old pins and on the new ones (adding the harness's own upgrade scenario, which the directory lacks),
+    # the terminal summary lists it, and the old-against-new table compares it.
+    for name, text in readme_files().items():
+        (tmp_path / name).write_text(text)
+    reports = tmp_path / "reports"
+    junit = tmp_path / "junit.xml"
+    args = [sys.executable, "-m", "pytest", "--upgrade-from", "previous", "--provider", "local"]
+    args += ["--cluster-name", f"kbc-rdme-canary-{os.getpid()}", "--components", "kueue,jobset"]
+    args += [
+        "-p",
+        "no:cacheprovider",
+        "--strict-markers",
+        "--junitxml",
+        str(junit),
+        "--report-dir",
+        str(reports),
+    ]
+    proc = subprocess.run(
+        args,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    output = proc.stdout + proc.stderr
+    outcomes, _ = read_junit(junit)
+    assert outcomes == {"passed": 3, "failed": 0, "errors": 0, "skipped": 0}, output[-6000:]
+    story = "test_team_queue_runs_one_training_job_at_a_time"
+    assert f"test_team_queue.py::{story}[old-pins]" in output and f"{story}[new-pins]" in output, output[
+        -6000:
+    ]
+    summary = output.split("kbatch-conformance summary", 1)[-1]
+    assert story.replace("_", " ")[:40] in summary or story in summary, summary[:3000]
+    table = (reports / "summary.md").read_text().split("### Old pins against new pins", 1)
+    assert len(table) == 2 and story in table[1], (reports / "summary.md").read_text()[-3000:]

@@ -64,6 +64,11 @@ def expected_deps(lock: ChartsLock) -> set[Dep]:
     deps |= {
         ("npm", tool.package.replace("{arch}", "x64"), tool.version, ()) for tool in lock.node_tools.values()
     }
+    for driver in lock.dra_drivers.values():
+        deps |= {
+            ("go", driver.build.module, driver.version, ()),
+            ("docker", driver.image.repository, driver.version, ()),
+        }
     return deps
 
 

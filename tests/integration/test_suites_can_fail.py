@@ -25,6 +25,7 @@ from tests.integration.suite_runner import expect_failure
 pytestmark = pytest.mark.cluster
 
 
+@pytest.mark.sabotages("suites/test_gang.py::test_two_job_gangs_one_runs_whole_the_other_waits_whole")
 def test_gang_fails_when_the_quota_is_far_too_high(
     cluster: Cluster, charts_lock: ChartsLock, tmp_path: Path
 ) -> None:
@@ -101,6 +102,9 @@ def test_gang_fails_when_the_quota_is_far_too_high(
     assert "admission_latency_s[Job gang-a]" in junit.read_text()
 
 
+@pytest.mark.sabotages(
+    "suites/test_gpu_quota.py::test_pod_over_the_gpu_cap_is_refused_and_one_within_is_admitted"
+)
 def test_gpu_quota_fails_when_the_namespace_cap_is_far_too_high(cluster: Cluster) -> None:
     expect_failure(
         cluster,
@@ -131,6 +135,7 @@ def kueue_without_batch_job(charts_lock: ChartsLock) -> Iterator[Cluster]:
         provider.down(name)
 
 
+@pytest.mark.sabotages("suites/test_quota.py::test_quota_zero_waits_then_runs_when_quota_is_raised")
 def test_quota_zero_fails_when_kueue_does_not_manage_jobs(kueue_without_batch_job: Cluster) -> None:
     expect_failure(
         kueue_without_batch_job,
@@ -139,4 +144,79 @@ def test_quota_zero_fails_when_kueue_does_not_manage_jobs(kueue_without_batch_jo
         because=[
             "Kueue's webhook suspends a Job that names a LocalQueue",
         ],
+    )
+
+
+@pytest.mark.sabotages("suites/test_gang.py::test_jobset_is_admitted_whole_and_a_second_one_waits_whole")
+def test_jobset_gang_fails_when_the_quota_is_far_too_high(cluster: Cluster) -> None:
+    expect_failure(
+        cluster,
+        "suites/test_gang.py::test_jobset_is_admitted_whole_and_a_second_one_waits_whole",
+        sabotage="quota_far_too_high",
+        because=["kbc.errors.WaitGaveUp", "Kueue reserved quota for it instead"],
+    )
+
+
+@pytest.mark.sabotages("suites/test_gang.py::test_plain_pod_group_is_admitted_only_when_complete")
+def test_pod_group_fails_when_an_incomplete_group_says_it_is_complete(cluster: Cluster) -> None:
+    expect_failure(
+        cluster,
+        "suites/test_gang.py::test_plain_pod_group_is_admitted_only_when_complete",
+        sabotage="gang_group_declared_complete",
+        because=[
+            "kbc.errors.ConsistencyViolation",
+            "the 2 pods of the incomplete group gated and unscheduled",
+        ],
+    )
+
+
+@pytest.mark.sabotages("suites/test_gang.py::test_without_kueue_two_gangs_on_six_gpus_end_partially_placed")
+def test_the_deadlock_control_fails_when_the_gangs_do_not_contend(cluster: Cluster) -> None:
+    expect_failure(
+        cluster,
+        "suites/test_gang.py::test_without_kueue_two_gangs_on_six_gpus_end_partially_placed",
+        sabotage="gang_control_gangs_fit",
+        because=["kbc.errors.WaitTimeout", "both gangs to be partially placed"],
+        extra=["--timeout-scale", "0.25"],
+    )
+
+
+@pytest.mark.sabotages("suites/test_quota.py::test_gpu_quota_admits_what_fits_and_holds_what_does_not")
+def test_gpu_quota_fails_when_the_quota_is_far_too_high(cluster: Cluster) -> None:
+    expect_failure(
+        cluster,
+        "suites/test_quota.py::test_gpu_quota_admits_what_fits_and_holds_what_does_not",
+        sabotage="quota_far_too_high",
+        because=["kbc.errors.WaitGaveUp", "Workload job-too-big-", "Kueue reserved quota for it instead"],
+    )
+
+
+@pytest.mark.sabotages("suites/test_quota.py::test_job_naming_a_missing_local_queue_stays_suspended")
+def test_missing_queue_fails_when_kueue_does_not_manage_the_job(cluster: Cluster) -> None:
+    expect_failure(
+        cluster,
+        "suites/test_quota.py::test_job_naming_a_missing_local_queue_stays_suspended",
+        sabotage="quota_queue_name_dropped",
+        because=["Kueue's webhook suspends a Job that names a LocalQueue"],
+    )
+
+
+@pytest.mark.sabotages("suites/test_gpu_quota.py::test_job_over_the_gpu_cap_reports_failed_create")
+def test_failed_create_fails_when_the_namespace_cap_is_far_too_high(cluster: Cluster) -> None:
+    expect_failure(
+        cluster,
+        "suites/test_gpu_quota.py::test_job_over_the_gpu_cap_reports_failed_create",
+        sabotage="gpu_quota_cap_far_too_high",
+        because=["kbc.errors.WaitTimeout", "FailedCreate"],
+        extra=["--timeout-scale", "0.25"],
+    )
+
+
+@pytest.mark.sabotages("suites/test_gpu_quota.py::test_gpu_request_without_a_matching_limit_is_invalid")
+def test_validation_fails_when_every_gpu_limit_is_made_equal_to_its_request(cluster: Cluster) -> None:
+    expect_failure(
+        cluster,
+        "suites/test_gpu_quota.py::test_gpu_request_without_a_matching_limit_is_invalid",
+        sabotage="gpu_quota_limit_made_equal",
+        because=["kbc.errors.NotRefused", "the API server accepted Pod no-limit"],
     )

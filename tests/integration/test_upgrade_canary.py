@@ -5,7 +5,8 @@ Each test runs the canary in a separate pytest process on a cluster of its own (
 starts from the old pins, so it cannot share this session's cluster), with Kueue and JobSet
 only: the lock's previous Volcano cannot be built here. Where a test adds the reclaim
 scenario, it runs on the old pins before the upgrade and on the new pins after it, and the
-two runs are compared.
+two runs are compared; a scenario that needs a Kueue configuration of its own runs on a second cluster,
+also started from the old pins and upgraded between its two runs.
 """
 
 from __future__ import annotations
@@ -16,18 +17,23 @@ from pathlib import Path
 import pytest
 
 from kbc.supply.lock import load_lock
-from tests.integration.suite_runner import InnerRun, run_pytest
+from tests.integration.suite_runner import InnerRun, run_pytest_past_the_finding
 
 pytestmark = pytest.mark.cluster
 
 TARGET = "suites/test_upgrade.py"
+UPGRADE_SCENARIO = f"{TARGET}::test_an_upgrade_keeps_every_queue_quota_and_running_workload"
 RECLAIM = "suites/test_cohort.py::test_lender_reclaims_lent_quota_by_evicting_the_borrower"
 RECLAIM_STORY = "a lender reclaims its lent GPUs"
+BLOCKING = (
+    "suites/test_pods_ready.py::test_block_admission_holds_the_next_workload_until_the_admitted_gang_is_ready"
+)
+BLOCKING_STORY = "with blockAdmission, a workload that fits its quota waits"
 CANARY_CLUSTER = "kbc-selftest-canary"
 
 
 def run_canary(sabotage: str | None, *extra: str, targets: tuple[str, ...] = (TARGET,)) -> InnerRun:
-    return run_pytest(
+    return run_pytest_past_the_finding(
         [*targets, "-m", "upgrade", "--provider", "local", "--cluster-name", CANARY_CLUSTER],
         ["--components", "kueue,jobset", "--node-naming", "kind", *extra],
         sabotage=sabotage,
@@ -39,10 +45,16 @@ def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state(tmp_path: Path
     lock = load_lock()
     allure, reports = tmp_path / "allure", tmp_path / "reports"
     run = run_canary(
-        None, "--alluredir", str(allure), "--report-dir", str(reports), targets=(TARGET, RECLAIM)
+        None,
+        "--alluredir",
+        str(allure),
+        "--report-dir",
+        str(reports),
+        targets=(TARGET, RECLAIM, BLOCKING),
     )
-    # The reclaim scenario on the old pins, the canary, the reclaim scenario on the new pins.
-    assert run.outcomes == {"passed": 3, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+    # The reclaim scenario on the old pins, the canary, the reclaim scenario on the new pins; then the
+    # blocking scenario on its own cluster on the old pins, that cluster upgraded, and on the new pins.
+    assert run.outcomes == {"passed": 5, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
     environment = (allure / "environment.properties").read_text().splitlines()
     summary = (reports / "summary.md").read_text()
     assert "upgrade.from=previous" in environment, environment
@@ -56,8 +68,19 @@ def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state(tmp_path: Path
         assert any(e.startswith(f"upgrade.{name}={old} → {new} in ") for e in environment), environment
     assert "objects kept" in run.output and "0 objects kept" not in run.output, run.explain()
 
+    profile_line = next(
+        (line for line in run.output.splitlines() if line.startswith("cluster of kueue-waitforpodsready-1m")),
+        "",
+    )
+    for name in ("kueue", "jobset"):
+        component = lock.components[name]
+        upgraded = f"{name} {component.previous.app_version} → {component.app_version}"
+        assert upgraded in profile_line, f"the blocking scenario's cluster: {upgraded}?\n" + run.explain()
     # Old against new, measured on both sides: the lender's reclaim preempted the borrower each time.
-    (compared,) = json.loads((reports / "summary.json").read_text())["upgrade"]["comparison"]
+    compared, blocking = json.loads((reports / "summary.json").read_text())["upgrade"]["comparison"]
+    assert blocking["scenario"].startswith(BLOCKING_STORY), blocking
+    assert blocking["old"]["outcome"] == blocking["new"]["outcome"] == "passed", blocking
+    assert blocking["old"]["not_admitted"] == blocking["new"]["not_admitted"] == 0, blocking
     assert compared["scenario"].startswith(RECLAIM_STORY), compared
     for side in ("old", "new"):
         measured = compared[side]
@@ -86,6 +109,7 @@ def test_a_baseline_that_fails_on_the_old_pins_is_an_expected_failure_and_marked
     assert "failed → passed" in compared["changes"], compared
 
 
+@pytest.mark.sabotages(UPGRADE_SCENARIO)
 def test_the_canary_fails_and_names_a_workload_lost_in_the_upgrade() -> None:
     run = run_canary("upgrade_loses_a_workload")
     assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
@@ -94,6 +118,7 @@ def test_the_canary_fails_and_names_a_workload_lost_in_the_upgrade() -> None:
         assert words in failure, f"the failure should say {words!r}:\n{failure}"
 
 
+@pytest.mark.sabotages(UPGRADE_SCENARIO)
 def test_the_canary_fails_when_the_crds_are_not_upgraded() -> None:
     """Helm's crds/ trap: everything of the new charts applied but their CRDs."""
     run = run_canary("upgrade_skips_crds")
@@ -107,6 +132,7 @@ def test_the_canary_fails_when_the_crds_are_not_upgraded() -> None:
         assert words in failure, f"the failure should say {words!r}:\n{failure}"
 
 
+@pytest.mark.sabotages(UPGRADE_SCENARIO)
 def test_the_canary_fails_when_a_stored_version_stops_being_served() -> None:
     run = run_canary("upgrade_drops_a_stored_version")
     assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()

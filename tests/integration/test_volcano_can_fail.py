@@ -19,6 +19,7 @@ pytestmark = pytest.mark.cluster
 SUITE = "suites/test_volcano.py"
 
 
+@pytest.mark.sabotages("suites/test_volcano.py::test_gang_binds_no_pod_until_the_whole_gang_fits")
 def test_gang_fails_when_the_gang_is_a_gang_of_one(cluster: Cluster) -> None:
     expect_failure(
         cluster,
@@ -34,6 +35,7 @@ def test_gang_fails_when_the_gang_is_a_gang_of_one(cluster: Cluster) -> None:
     )
 
 
+@pytest.mark.sabotages("suites/test_volcano.py::test_queue_capability_zero_holds_the_job_until_raised")
 def test_queue_quota_fails_when_the_queue_has_no_capability(cluster: Cluster) -> None:
     expect_failure(
         cluster,
@@ -47,6 +49,7 @@ def test_queue_quota_fails_when_the_queue_has_no_capability(cluster: Cluster) ->
 
 
 @pytest.mark.slow  # the equal split is only wrong once the scenario's wait for the weighted split ends
+@pytest.mark.sabotages("suites/test_volcano.py::test_reclaim_between_queues_follows_their_weights")
 def test_reclaim_fails_when_the_queue_weights_are_ignored(cluster: Cluster) -> None:
     run = expect_failure(
         cluster,

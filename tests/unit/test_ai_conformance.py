@@ -12,24 +12,27 @@ import yaml
 
 from kbc.plugins.ai_conformance import junit_id
 from kbc.report.ai_conformance import (
-    CLAIMS,
     DESCRIPTIONS,
-    EVIDENCE,
-    GANG_SCHEDULING,
     IMPLEMENTED,
     NOT_IMPLEMENTED,
     PARTIALLY_IMPLEMENTED,
-    POSITIVE,
-    ROBUST_CONTROLLER,
-    SECURE_ACCELERATOR_ACCESS,
     STATUSES,
-    VOLCANO,
-    Evidence,
     Outcome,
     Where,
     product_document,
     render,
     summary,
+)
+from kbc.report.ai_evidence import (
+    CLAIMS,
+    DRA_SUPPORT,
+    EVIDENCE,
+    GANG_SCHEDULING,
+    POSITIVE,
+    ROBUST_CONTROLLER,
+    SECURE_ACCELERATOR_ACCESS,
+    VOLCANO,
+    Evidence,
 )
 
 pytest_plugins = ["pytester"]
@@ -75,6 +78,13 @@ PUBLISHED: dict[str, dict[str, dict[str, str]]] = {
 WHERE = Where("kind", ["kbc"], "v1.34.9", {"JobSet": "v9.0.1", "Kueue": "v9.0.2", "Volcano": "v9.0.3"})
 VOLCANO_GANG = "suites.test_volcano.test_gang_binds_no_pod_until_the_whole_gang_fits"
 NVIDIA = "suites.test_nvidia_gpu.test_only_a_pod_that_requests_a_gpu_sees_one"
+RESTART = "suites.test_controllers.test_a_killed_kueue_comes_back_and_reconciles_what_waits_with_nothing_lost"
+PASSING = sorted(
+    {r.test for r in EVIDENCE}
+    - {VOLCANO_GANG, NVIDIA}
+    - {r.test for r in EVIDENCE if r.test.startswith("suites.test_real_nodes.")}
+)
+"""The evidencing tests make_suites writes as passing."""
 
 
 def required(requirement: str) -> list[str]:
@@ -152,6 +162,7 @@ def test_each_evidence_row_names_a_test_function_of_the_suites() -> None:
         == claimed
         == {
             GANG_SCHEDULING,
+            DRA_SUPPORT,
             ROBUST_CONTROLLER,
             SECURE_ACCELERATOR_ACCESS,
         }
@@ -167,17 +178,41 @@ def test_each_evidence_row_names_a_test_function_of_the_suites() -> None:
 def test_everything_passed_is_implemented_with_the_test_ids_as_evidence() -> None:
     document = product_document(all_passed(), WHERE)
     items = entries(document)
-    for requirement in (GANG_SCHEDULING, ROBUST_CONTROLLER, SECURE_ACCELERATOR_ACCESS):
+    answered = {GANG_SCHEDULING, DRA_SUPPORT, ROBUST_CONTROLLER, SECURE_ACCELERATOR_ACCESS}
+    for requirement in answered:
         item = items[requirement]
         assert item["status"] == IMPLEMENTED, item
         assert item["evidence"] == required(requirement), "the tests that ran, in the table's order"
         assert item["status"] in STATUSES
         assert "\n" not in item["notes"] and WHERE.describe() in item["notes"], item["notes"]
     assert "provider kind, cluster kbc, Kubernetes v1.34.9, JobSet v9.0.1" in items[GANG_SCHEDULING]["notes"]
-    for requirement in set(items) - {GANG_SCHEDULING, ROBUST_CONTROLLER, SECURE_ACCELERATOR_ACCESS}:
+    for requirement in set(items) - answered:
         assert template_item(document, requirement) == LEFT, "not the harness's to answer"
     assert document["metadata"]["vendorName"] == "[Vendor Name]", "the metadata is for a person"
     assert document["metadata"]["kubernetesVersion"] == "v1.34"
+
+
+DRIVER = "suites.test_dra.test_a_driver_prepares_the_allocated_device_and_the_pod_sees_it"
+
+
+def test_dra_without_a_driver_preparing_the_device_is_only_partially_implemented() -> None:
+    """On the local provider the harness publishes the devices and nothing prepares them: the scheduler's
+    allocation is evidenced, the driver's half is not, and the entry says which test skipped and why."""
+    why = "the harness publishes these ResourceSlices itself: no kubelet plugin prepares a device"
+    outcomes = {**all_passed(), DRIVER: Outcome("skipped", why)}
+    item = entries(product_document(outcomes, WHERE))[DRA_SUPPORT]
+    assert item["status"] == PARTIALLY_IMPLEMENTED, item
+    assert f"{DRIVER} was skipped ({why})" in item["notes"], item["notes"]
+    assert DRIVER not in item["evidence"] and item["evidence"], item
+
+
+def test_a_topology_or_pods_ready_failure_makes_gang_scheduling_not_implemented() -> None:
+    """Optional rows cost nothing skipped, but a failure is a verdict like any other."""
+    tas = "suites.test_topology.test_a_gang_that_needs_one_rack_lands_in_one_rack"
+    outcomes = {**all_passed(), tas: Outcome("failed", "a gang that requires one rack ran in 2 racks")}
+    item = entries(product_document(outcomes, WHERE))[GANG_SCHEDULING]
+    assert item["status"] == NOT_IMPLEMENTED, item
+    assert "ran in 2 racks" in item["notes"], item["notes"]
 
 
 def test_a_gang_solution_without_a_negative_case_is_only_partially_implemented() -> None:
@@ -254,6 +289,55 @@ def test_every_parametrized_run_is_evidence_and_the_junit_prefix_is_kept() -> No
     assert template_item(without, GANG_SCHEDULING) == LEFT, "the ids carry a prefix this run did not give"
 
 
+def test_a_broken_test_evidences_nothing_and_is_never_a_verdict() -> None:
+    # Every gang scenario erred in setup (a cluster name kind refuses): the run proved nothing.
+    setup = "ClusterError: kind create cluster failed: 'Nightly-1' is not a valid cluster name"
+    outcomes = {**all_passed(), **{t: Outcome("broken", setup) for t in required(GANG_SCHEDULING)}}
+    item = entries(product_document(outcomes, WHERE))[GANG_SCHEDULING]
+    assert (item["status"], item["evidence"]) == ("", []), "a broken run is no claim either way"
+    assert "broke, so it showed nothing" in item["notes"] and "Nightly-1" in item["notes"], item["notes"]
+    assert "Left for a person" in item["notes"], item["notes"]
+    one = entries(product_document({**all_passed(), VOLCANO_GANG: Outcome("broken", setup)}, WHERE))
+    assert one[GANG_SCHEDULING]["status"] == PARTIALLY_IMPLEMENTED, one[GANG_SCHEDULING]
+    assert VOLCANO_GANG not in one[GANG_SCHEDULING]["evidence"]
+
+
+def test_robust_controller_needs_the_refusal_and_the_restart() -> None:
+    without = {**all_passed(), RESTART: Outcome("skipped", "cluster not created by the harness")}
+    item = entries(product_document(without, WHERE))[ROBUST_CONTROLLER]
+    assert item["status"] == PARTIALLY_IMPLEMENTED, item
+    assert "no passed test shows a recovery from a killed controller on Kueue" in item["notes"], item["notes"]
+    failed = entries(
+        product_document({**all_passed(), RESTART: Outcome("failed", "Workloads changed")}, WHERE)
+    )
+    assert failed[ROBUST_CONTROLLER]["status"] == NOT_IMPLEMENTED
+    assert "Workloads changed" in failed[ROBUST_CONTROLLER]["notes"], "the failure, in its words"
+
+
+MIXES = {
+    "all passed": all_passed(),
+    "one failed": {**all_passed(), VOLCANO_GANG: Outcome("failed", "bound in part")},
+    "one broken": {**all_passed(), RESTART: Outcome("broken", "no cluster")},
+    "one skipped": {**all_passed(), RESTART: Outcome("skipped", "existing provider")},
+    "all broken": {t: Outcome("broken", "no cluster") for t in all_passed()},
+    "all skipped": {t: Outcome("skipped", "no node") for t in all_passed()},
+    "parametrized": {f"{t}[new-pins]": o for t, o in all_passed().items()},
+}
+
+
+@pytest.mark.parametrize("outcomes", list(MIXES.values()), ids=list(MIXES))
+def test_an_entry_claimed_cites_only_tests_that_ran_and_passed(outcomes: dict[str, Outcome]) -> None:
+    for item in entries(product_document(outcomes, WHERE)).values():
+        cited = item["evidence"]
+        if item["status"] in (IMPLEMENTED, PARTIALLY_IMPLEMENTED):
+            assert cited, f"{item['id']} is {item['status']} citing nothing"
+            assert all(outcomes[i].result == "passed" for i in cited), (item["id"], cited)
+        if item["status"] == NOT_IMPLEMENTED:
+            assert any(outcomes[i].result == "failed" for i in cited), (item["id"], cited)
+        if item["status"] == "":
+            assert not cited, (item["id"], cited)
+
+
 def test_plain_string_outcomes_are_accepted() -> None:
     outcomes = {test: "passed" for test in required(SECURE_ACCELERATOR_ACCESS)}
     assert entries(product_document(outcomes))[SECURE_ACCELERATOR_ACCESS]["status"] == IMPLEMENTED
@@ -293,6 +377,7 @@ def test_summary_names_each_evidenced_entry() -> None:
     outcomes = {**all_passed(), NVIDIA: Outcome("skipped")}
     assert summary(product_document(outcomes, WHERE)) == (
         f"gang_scheduling Implemented ({len(required(GANG_SCHEDULING))} tests), "
+        f"dra_support Implemented ({len(required(DRA_SUPPORT))} tests), "
         f"robust_controller Implemented ({len(required(ROBUST_CONTROLLER))} tests), "
         "secure_accelerator_access left for a person"
     )
@@ -351,7 +436,7 @@ def test_plugin_writes_product_yaml_with_junit_ids(pytester: pytest.Pytester) ->
     result = pytester.runpytest_inprocess(
         *PLUGIN, "--report-dir", str(reports), "--junitxml", str(junit), "suites"
     )
-    result.assert_outcomes(passed=5, failed=1, skipped=3)
+    result.assert_outcomes(passed=len(PASSING), failed=1, skipped=3)
     product = reports / "ai-conformance" / "PRODUCT.yaml"
     document = yaml.safe_load(product.read_text())
     items = entries(document)
@@ -370,6 +455,26 @@ def test_plugin_writes_product_yaml_with_junit_ids(pytester: pytest.Pytester) ->
     assert line in result.stdout.str()
 
 
+def test_plugin_claims_nothing_from_scenarios_that_broke_in_setup(pytester: pytest.Pytester) -> None:
+    make_suites(pytester)
+    # Every gang scenario errs in setup with the harness's error, as when kind refuses the cluster's name.
+    pytester.makeconftest(
+        "import pytest\n"
+        "from kbc.errors import ClusterError\n"
+        "@pytest.fixture(autouse=True)\n"
+        "def cluster_of_a_bad_name(request):\n"
+        "    if 'gang' in request.node.nodeid:\n"
+        "        raise ClusterError('kind refused the cluster name Nightly-1')\n"
+    )
+    reports = pytester.path / "reports"
+    pytester.runpytest_inprocess(*PLUGIN, "--report-dir", str(reports), "suites")
+    items = entries(yaml.safe_load((reports / "ai-conformance" / "PRODUCT.yaml").read_text()))
+    gang = items[GANG_SCHEDULING]
+    assert (gang["status"], gang["evidence"]) == ("", []), gang
+    said = "broke, so it showed nothing (kbc.errors.ClusterError: kind refused the cluster name Nightly-1)"
+    assert said in gang["notes"], gang["notes"]
+
+
 def test_plugin_writes_nothing_for_tests_that_evidence_nothing(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_own="def test_harness():\n    pass\n")
     reports = pytester.path / "reports"
@@ -386,5 +491,5 @@ def test_plugin_writes_nothing_without_a_report_dir(
     monkeypatch.delenv("KBC_REPORT_DIR", raising=False)  # the option's variable would give it one
     make_suites(pytester)
     result = pytester.runpytest_inprocess(*PLUGIN, "suites")
-    result.assert_outcomes(passed=5, failed=1, skipped=3)
+    result.assert_outcomes(passed=len(PASSING), failed=1, skipped=3)
     assert not list(pytester.path.rglob("PRODUCT.yaml"))

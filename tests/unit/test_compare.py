@@ -82,6 +82,7 @@ def test_the_table_shows_old_and_new_side_by_side() -> None:
     assert data["old"] == {
         "outcome": "passed",
         "admission_seconds": [0.1],
+        "not_admitted": 0,
         "reclaim_seconds": 0.2,
         "preemptions": 1,
         "preemption_reasons": ["InCohortReclamation"],

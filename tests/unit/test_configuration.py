@@ -9,12 +9,31 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbc.cluster.charts.config import SURFACES, chart_values, effective_config
+from kbc.cluster.charts.config import SURFACES, chart_values, effective_config, running_config
 from kbc.cluster.charts.source import resolve_chart
 from kbc.cluster.components import CONFIGURABLE, HARNESS_SETTINGS, parse_settings
-from kbc.configuration import Remove, Setting, conflicts, merge, missing, parse_config, render_config
+from kbc.configuration import (
+    CONTROL_PLANE,
+    Remove,
+    Setting,
+    conflicts,
+    feature_gate,
+    feature_gates,
+    gates_flag,
+    merge,
+    missing,
+    parse_config,
+    render_config,
+)
 from kbc.errors import ComponentError
-from kbc.kueue.settings import FAIR_SHARING, integration, wait_for_pods_ready, without_integration
+from kbc.kube import Kube
+from kbc.kueue.settings import (
+    DRA_EXTENDED_DEVICES,
+    FAIR_SHARING,
+    integration,
+    wait_for_pods_ready,
+    without_integration,
+)
 from kbc.supply.pins import ChartsLock
 from kbc.volcano.settings import PREEMPT_AND_RECLAIM, scheduler_plugin
 
@@ -149,3 +168,45 @@ def test_the_pinned_chart_installs_the_merged_configuration_and_keeps_its_own(
 def test_remove_is_its_own_kind_of_value() -> None:
     assert Remove("a", "b").values == ("a", "b")
     assert Setting("kueue", "x", {"a": Remove("b")}).key == 'kueue:{a:remove["b"]}'
+
+
+class MetricsKube(Kube):
+    """Answers ``/metrics`` as kube-apiserver v1.34 does, and nothing else."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def get_text(self, path: str) -> str:
+        assert path == "/metrics"
+        return self.text
+
+
+def test_control_plane_settings_are_feature_gates_for_its_components() -> None:
+    on = feature_gate("DRAExtendedResource")
+    assert on.component == CONTROL_PLANE and on.slug == "kubernetes-draextendedresource-on"
+    later = feature_gate("DRAExtendedResource", enabled=False)
+    assert feature_gates([FAIR_SHARING, on]) == {"DRAExtendedResource": True}
+    assert feature_gates([on, later]) == {"DRAExtendedResource": False}, "a later setting wins"
+    assert gates_flag({"A": True, "B": False}) == ["--feature-gates=A=true,B=false"]
+    assert gates_flag({}) == []
+    with pytest.raises(ComponentError, match="feature gates are not a component configuration"):
+        parse_settings(["kubernetes:featureGates.DRAExtendedResource=true"])
+    extended = [*HARNESS_SETTINGS, DRA_EXTENDED_DEVICES]
+    assert not conflicts(extended), "the extended class joins the harness's mapping"
+
+
+def test_the_control_plane_s_gates_are_read_from_the_api_server_s_metric() -> None:
+    metrics = (
+        "# HELP kubernetes_feature_enabled [BETA] This metric records the data about the stage and "
+        "enablement of a k8s feature.\n"
+        "# TYPE kubernetes_feature_enabled gauge\n"
+        'kubernetes_feature_enabled{name="DRAExtendedResource",stage="ALPHA"} 1\n'
+        'kubernetes_feature_enabled{name="DRAAdminAccess",stage="BETA"} 0\n'
+        'apiserver_request_total{code="200"} 1\n'
+    )
+    running = running_config(MetricsKube(metrics), CONTROL_PLANE)
+    assert running == {"featureGates": {"DRAExtendedResource": True, "DRAAdminAccess": False}}
+    assert not missing(running, feature_gate("DRAExtendedResource").patch)
+    assert missing(running, feature_gate("DRAAdminAccess").patch) == [
+        "featureGates.DRAAdminAccess=true (has false)"
+    ]

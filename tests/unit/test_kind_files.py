@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import tarfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kbc.cluster.charts.helm import known_upgrade_issues
-from kbc.cluster.pools import load_pools
+from kbc.cluster.pools import NodePool, load_pools
 from kbc.cluster.providers.kind.config import (
     CERTS_DIR,
     BuiltImages,
@@ -23,7 +26,9 @@ from kbc.cluster.providers.kind.config import (
     pod_routes,
     registry_mirrors,
 )
-from kbc.labels import REAL_NODE_LABEL
+from kbc.cluster.providers.kind.dra_driver import chart_values, plan
+from kbc.errors import NodePoolError
+from kbc.labels import POOL_LABEL, REAL_NODE_LABEL
 from kbc.supply import paths
 from kbc.supply.lock import load_lock
 from kbc.supply.oci import Mirror, mirrored, plain_http, registry_host
@@ -36,6 +41,12 @@ def test_a_cluster_of_pulled_images_keeps_kinds_defaults() -> None:
     config = kind_config(POOLS)
     assert "containerdConfigPatches" not in config and "kubeadmConfigPatches" not in config
     assert "networking" not in config, "kindnetd and kind's own API address"
+
+
+def test_control_plane_feature_gates_go_to_every_node_s_components() -> None:
+    assert "featureGates" not in kind_config(POOLS)
+    config = kind_config(POOLS, feature_gates={"DRAExtendedResource": True})
+    assert config["featureGates"] == {"DRAExtendedResource": True}
 
 
 def test_a_cluster_of_built_images_says_what_differs() -> None:
@@ -161,3 +172,57 @@ def test_a_chart_that_declares_its_webhook_certificate_data_is_a_known_upgrade_i
     # The upstream fix keeps the Secret and drops its data: then no workaround applies.
     fixed = "kind: Secret\nmetadata:\n  name: x-webhook-server-cert\n"
     assert known_upgrade_issues(jobset, _chart(tmp_path, fixed)) == []
+
+
+# -- the DRA driver kind installs where pools declare DRA devices ---------------------------------------
+
+
+def _pools_with(tmp_path: Path, changes: Mapping[str, Mapping[str, object]]) -> list[NodePool]:
+    """The repository's pools, written to *tmp_path* with *changes* to a pool's ``spec.dra``."""
+    for source in sorted((paths.manifests_dir() / "nodes").glob("*.yaml")):
+        doc = yaml.safe_load(source.read_text())
+        dra = doc["spec"].get("dra")
+        if dra is not None and doc["metadata"]["name"] in changes:
+            dra.update(changes[doc["metadata"]["name"]])
+        (tmp_path / source.name).write_text(yaml.safe_dump(doc))
+    return load_pools(tmp_path)
+
+
+def test_the_pools_dra_devices_get_the_pinned_driver_on_their_nodes_only() -> None:
+    lock = load_lock()
+    (planned,), notes = plan(lock, POOLS)
+    assert notes == []
+    assert planned.driver is lock.dra_driver_for("gpu.example.com")
+    assert planned.pool_names == sorted(p.name for p in POOLS if p.dra is not None) and planned.devices == 4
+    values = chart_values(planned, "v9@sha256:" + "0" * 64)
+    assert values["image"]["repository"] == planned.driver.image.repository
+    assert values["image"]["tag"] == "v9@sha256:" + "0" * 64
+    plugin = values["kubeletPlugin"]
+    assert plugin["numDevices"] == 4
+    (term,) = plugin["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert term == {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": planned.pool_names}]}
+    assert plugin["tolerations"] == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Equal", "value": "present"}
+    ], "the GPU pools' taint, once"
+
+
+def test_pools_of_one_driver_with_different_device_counts_are_refused_naming_them(tmp_path: Path) -> None:
+    pools = _pools_with(tmp_path, {"gpu-a100": {"devices": 8}})
+    with pytest.raises(NodePoolError, match=r"different device counts .*gpu-a100 8, gpu-h100 4") as info:
+        plan(load_lock(), pools)
+    assert "Declare the same spec.dra.devices" in str(info.value)
+
+
+def test_a_pool_of_a_driver_the_lock_does_not_pin_is_refused_saying_what_is_pinned(tmp_path: Path) -> None:
+    pools = _pools_with(tmp_path, {"gpu-a100": {"driver": "gpu.nvidia.com"}})
+    with pytest.raises(NodePoolError, match=r"gpu-a100 .* driver gpu.nvidia.com") as info:
+        plan(load_lock(), pools)
+    assert "gpu.example.com (dra-example-driver)" in str(info.value) and "draDrivers" in str(info.value)
+
+
+def test_a_lock_without_dra_drivers_installs_none_and_says_so() -> None:
+    lock = dataclasses.replace(load_lock(), dra_drivers={})
+    planned, (note,) = plan(lock, POOLS)
+    assert planned == [] and "pins no DRA driver" in note and "the DRA suite skips" in note

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
-from kbc.errors import ApiUnreachableError, ClusterError
-from kbc.kube import connect
+from kbc.errors import ApiUnreachableError, ClusterError, ConsistencyViolation
+from kbc.kube import connect, hold_together
 from kbc.kube._client import selector
 
 
@@ -53,3 +54,19 @@ def test_selectors_are_written_as_the_api_reads_them() -> None:
         selector({"job-name": "a", "kueue.x-k8s.io/queue-name": None})
         == "job-name=a,kueue.x-k8s.io/queue-name"
     )
+
+
+def test_holds_that_break_together_are_reported_together() -> None:
+    # One cause (a Workload deleted) breaks several holds at once; the report must not depend on which
+    # watch thread noticed first.
+    def breaks(what: str, after: float) -> Callable[[], None]:
+        def hold() -> None:
+            raise ConsistencyViolation(what, after, 5, "    state")
+
+        return hold
+
+    with pytest.raises(ConsistencyViolation) as caught:
+        hold_together(breaks("the gang pending", 0.2), lambda: None, breaks("the same Workloads", 0.1))
+    text = str(caught.value)
+    assert text.startswith("the same Workloads stopped holding after 0.1s"), text
+    assert "Also within the same window:\n  ConsistencyViolation: the gang pending stopped holding" in text

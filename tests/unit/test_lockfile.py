@@ -52,6 +52,7 @@ def test_versions_live_only_in_the_lock() -> None:
         versions |= {comp.app_version, comp.chart.version, comp.previous.app_version}
     versions |= {image.tag for image in lock.test_images.values()}
     versions |= {tool.version for tool in lock.node_tools.values()}
+    versions |= {driver.version for driver in lock.dra_drivers.values()}
     assert lock.kubernetes.debian is not None
     versions.add(lock.kubernetes.debian.suite)
     root = default_lock_path().parent
@@ -121,6 +122,23 @@ _DELETE = object()
         ("kubernetes.kindRootfs.debianSuite", "Debian 12", "a Debian suite's code name"),
         ("kubernetes.kindRootfs.debianMirror", "deb.debian.org", "an http(s):// URL"),
         ("kubernetes.kindRootfs.suite", "x", "unknown field"),
+        ("draDrivers", ["dra-example-driver"], "expected a mapping"),
+        ("draDrivers.dra-example-driver.version", "2.1", "is not a Go module version"),
+        ("draDrivers.dra-example-driver.driver", "gpu", "is not a DRA driver name"),
+        ("draDrivers.dra-example-driver.driver", _DELETE, "is missing"),
+        ("draDrivers.dra-example-driver.optional", _DELETE, "is missing"),
+        ("draDrivers.dra-example-driver.namespace", "DRA_Driver", "is not a namespace name"),
+        ("draDrivers.dra-example-driver.chart.moduleDir", "", "is empty"),
+        ("draDrivers.dra-example-driver.chart.reference", "oci://x/y", "unknown field"),
+        ("draDrivers.dra-example-driver.chart", _DELETE, "expected a mapping, got nothing"),
+        ("draDrivers.dra-example-driver.image.tag", "v9.9.9", "does not match version"),
+        ("draDrivers.dra-example-driver.image.repository", _DELETE, "is missing"),
+        ("draDrivers.dra-example-driver.image.digest", "", "unknown field"),
+        ("draDrivers.dra-example-driver.build.sum", _DELETE, "is missing: goModSum pins the go.mod"),
+        ("draDrivers.dra-example-driver.build.sum", "sha256:abc", "a go.sum hash"),
+        ("draDrivers.dra-example-driver.build.goModSum", "h1:short=", "a go.sum hash"),
+        ("draDrivers.dra-example-driver.build.binaries", {}, "names no binary"),
+        ("draDrivers.dra-example-driver.images", [], "unknown field"),
     ],
 )
 def test_bad_field_is_named(
@@ -136,10 +154,52 @@ def test_bad_field_is_named(
         "unknown placeholder": "kubernetes.build.ldflags[0]",
         "Go build tags": "tools.containerd.build.binaries.ctr.tags",
         "expected `<header>.h: <Debian package>`": "tools.runc.build.needs.seccomp.h",
+        "does not match version": "draDrivers.dra-example-driver.image.tag",
     }.get(message, field)
     assert err.field == expected_field, str(err)
     assert str(path) in str(err)
     assert "Fix the lock file" in str(err)
+
+
+def test_the_dra_driver_is_pinned_by_its_module_hash_and_built_only_when_asked() -> None:
+    lock = load_lock()
+    (driver,) = lock.dra_drivers.values()
+    assert lock.dra_driver_for(driver.driver) is driver and lock.dra_driver_for("other.example.com") is None
+    assert driver.build.version == driver.version == driver.image.tag
+    assert driver.build.go_sum_lines() == [
+        f"{driver.build.module} {driver.version} {driver.build.sum}",
+        f"{driver.build.module} {driver.version}/go.mod {driver.build.go_mod_sum}",
+    ]
+    assert driver.name in lock.optional_builds(), "make conformance on local must never build it"
+    assert lock.builds()[driver.name] == driver.build
+
+
+def test_a_dra_driver_named_like_a_tool_or_pinned_twice_is_refused(
+    lock_data: dict[str, Any], write_lock: Any
+) -> None:
+    drivers = lock_data["draDrivers"]
+    again = _break(lock_data, "draDrivers.helm", copy.deepcopy(drivers["dra-example-driver"]))
+    with pytest.raises(LockFileError, match="a tool or component already owns") as info:
+        load_lock(write_lock(again))
+    assert info.value.field == "draDrivers.helm"
+    twice = _break(lock_data, "draDrivers.another", copy.deepcopy(drivers["dra-example-driver"]))
+    with pytest.raises(LockFileError, match="is pinned twice") as info:
+        load_lock(write_lock(twice))
+    assert info.value.field.endswith(".driver")
+
+
+def test_a_dra_driver_without_its_module_hash_is_refused(lock_data: dict[str, Any], write_lock: Any) -> None:
+    build = "draDrivers.dra-example-driver.build"
+    unpinned = _break(_break(lock_data, f"{build}.sum", _DELETE), f"{build}.goModSum", _DELETE)
+    with pytest.raises(LockFileError, match="not against the checksum database") as info:
+        load_lock(write_lock(unpinned))
+    assert info.value.field == f"{build}.sum"
+
+
+def test_a_lock_without_dra_drivers_still_loads(lock_data: dict[str, Any], write_lock: Any) -> None:
+    """An older lock (the canary's start) pins none: the kind provider then installs none and says so."""
+    lock = load_lock(write_lock(_break(lock_data, "draDrivers", _DELETE)))
+    assert lock.dra_drivers == {} and "dra-example-driver" not in lock.builds()
 
 
 def test_unparsable_yaml_names_the_line(write_lock: Any) -> None:

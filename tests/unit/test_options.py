@@ -174,3 +174,58 @@ def test_the_readme_table_names_every_option_with_its_variable() -> None:
     named = {m for row in rows for m in re.findall(r"`(--[a-z-]+)", row.split("|")[1])}
     known = {o.name for o in OPTIONS} | {a for o in OPTIONS for a in o.aliases}
     assert named <= known, f"README names options the table does not hold: {sorted(named - known)}"
+
+
+@pytest.mark.parametrize(
+    ("provider", "given", "environ", "source", "rule"),
+    [
+        ("kind", "Nightly-1", {}, "--cluster-name", "kind's rule ^[a-z0-9.-]+$"),
+        (
+            "auto",
+            None,
+            {"KBC_CLUSTER_NAME": "Nightly-1"},
+            "$KBC_CLUSTER_NAME='Nightly-1'",
+            "(--provider auto",
+        ),
+        ("local", "a" * 43, {}, "--cluster-name", "at most 42 characters"),
+    ],
+)
+def test_a_cluster_name_the_provider_refuses_is_refused_when_options_are_read(
+    provider: str, given: str | None, environ: dict[str, str], source: str, rule: str
+) -> None:
+    values = {"provider": provider, "cluster_name": given}
+    with pytest.raises(OptionError) as caught:
+        options.resolve_all(values.get, options.PYTEST, environ)
+    assert str(caught.value).startswith(f"{source}: "), caught.value
+    assert "is not a name the" in str(caught.value) and rule in str(caught.value), caught.value
+
+
+def test_a_name_only_kind_takes_is_taken_for_kind_and_any_for_an_existing_cluster() -> None:
+    for provider, name in (("kind", "nightly.1"), ("existing", "Anything_Goes")):
+        values = {"provider": provider, "cluster_name": name}
+        assert options.resolve_all(values.get, options.PYTEST, {})["cluster_name"] == name
+
+
+def test_pytest_refuses_a_cluster_name_kind_refuses_before_anything_starts() -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--provider",
+            "kind",
+            "--cluster-name",
+            "Nightly-1",
+            "-p",
+            "no:cacheprovider",
+            "suites/test_gang.py",
+        ],
+        cwd=paths.repo_root(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "--cluster-name: 'Nightly-1' is not a name the kind provider takes" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "kind create" not in proc.stdout + proc.stderr

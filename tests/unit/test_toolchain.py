@@ -12,16 +12,17 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
 
-from kbc.errors import BuildPrerequisiteError, ToolMissingError, UnknownBinaryError
+from kbc.errors import BuildPrerequisiteError, ModuleHashMismatchError, ToolMissingError, UnknownBinaryError
 from kbc.supply import paths
 from kbc.supply.lock import load_lock
 from kbc.supply.pins import BinarySpec, GoBuild
-from kbc.supply.toolchain import STAMP, Toolchain, check_cgo
+from kbc.supply.toolchain import STAMP, Toolchain, check_cgo, pin_environment, pinned_download
 from kbc.supply.toolchain._gomod import GoMod, Replace, generated_main, parse_gomod, wrapper_gomod
 
 GO = shutil.which("go")
@@ -220,3 +221,75 @@ def test_default_recipe_fields_keep_the_fingerprint_of_binaries_already_built() 
     )
     tagged = dataclasses.replace(plain, binaries=(BinarySpec("x", ".", tags=("no_grpc",)),))
     assert toolchain._fingerprint(plain) != toolchain._fingerprint(tagged)
+
+
+def _file_proxy(root: Path, module: str, version: str, files: dict[str, str]) -> None:
+    """A module proxy on disk (``GOPROXY=file://…``) serving *module* at *version* with *files*."""
+    where = root / module / "@v"
+    where.mkdir(parents=True)
+    (where / "list").write_text(f"{version}\n")
+    (where / f"{version}.info").write_text(json.dumps({"Version": version, "Time": "2026-01-01T00:00:00Z"}))
+    (where / f"{version}.mod").write_text(files["go.mod"])
+    with zipfile.ZipFile(where / f"{version}.zip", "w") as archive:
+        for name, text in files.items():
+            archive.writestr(f"{module}@{version}/{name}", text)
+
+
+@needs_go
+def test_a_module_pinned_by_hash_is_verified_against_the_lock_and_a_mismatch_fails_closed(
+    tmp_path: Path,
+) -> None:
+    """``build.sum`` (a DRA driver's): the download is checked against the lock's go.sum lines, never the
+    checksum database, and one that differs is refused before anything is built."""
+    assert GO is not None
+    module, version = "example.com/kbc-pinned", "v1.0.0"
+    _file_proxy(
+        tmp_path / "proxy",
+        module,
+        version,
+        {"go.mod": f"module {module}\n\ngo 1.22\n", "main.go": "package main\n\nfunc main() {}\n"},
+    )
+    env = {
+        **os.environ,
+        "GOPROXY": f"file://{tmp_path / 'proxy'}",
+        "GOMODCACHE": str(tmp_path / "modcache"),
+        "GOFLAGS": "-modcacherw",
+        "GOTOOLCHAIN": "local",
+        "GONOSUMDB": "example.com/other",
+    }
+    first = subprocess.run(
+        [GO, "mod", "download", "-json", f"{module}@{version}"],
+        env={**env, "GONOSUMDB": module},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    answer = json.loads(first.stdout)
+    pinned = GoBuild(
+        module, version, (BinarySpec("x", "."),), sum=answer["Sum"], go_mod_sum=answer["GoModSum"]
+    )
+    info = pinned_download(GO, pinned, env, tmp_path / "ok", tmp_path / "ok.log")
+    assert info["Sum"] == pinned.sum and Path(info["Dir"]).is_dir()
+    assert (tmp_path / "ok" / "go.sum").read_text().splitlines() == pinned.go_sum_lines()
+    assert env["GONOSUMDB"] == "example.com/other", "the caller's environment is left as it was"
+    other = dataclasses.replace(pinned, sum="h1:" + "A" * 43 + "=")
+    with pytest.raises(ModuleHashMismatchError, match=r"does not match the h1: hash charts-lock.yaml pins"):
+        pinned_download(GO, other, env, tmp_path / "bad", tmp_path / "bad.log")
+    # Also where nothing is cached yet: the download itself is refused.
+    fresh = {**env, "GOMODCACHE": str(tmp_path / "modcache2")}
+    with pytest.raises(ModuleHashMismatchError, match="checksum mismatch"):
+        pinned_download(GO, other, fresh, tmp_path / "bad2", tmp_path / "bad2.log")
+
+
+def test_a_pinned_module_is_left_out_of_the_checksum_database_and_nothing_else() -> None:
+    build = GoBuild("example.com/m", "v1.0.0", (BinarySpec("x", "."),), sum="h1:" + "A" * 43 + "=")
+    env = {"GONOSUMDB": "example.com/private"}
+    pin_environment(build, env)
+    assert env["GONOSUMDB"] == "example.com/private,example.com/m"
+    pin_environment(build, env)
+    assert env["GONOSUMDB"] == "example.com/private,example.com/m"
+    unpinned: dict[str, str] = {}
+    pin_environment(dataclasses.replace(build, sum=""), unpinned)
+    assert unpinned == {}
+    toolchain = Toolchain(load_lock())
+    assert toolchain._fingerprint(dataclasses.replace(build, sum="")) != toolchain._fingerprint(build)

@@ -1,0 +1,34 @@
+"""Fixtures the suites share."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbc import apis
+from kbc.dra import Device, devices, serves_dra
+from kbc.errors import ClusterError
+from kbc.kube import Kube
+from kbc.labels import DRA_CLASS, DRA_DRIVER
+
+
+@pytest.fixture
+def offered(kube: Kube) -> list[Device]:
+    """The devices of the DRA driver the node pools declare; skips, saying why, where there are none."""
+    missing = serves_dra(kube)
+    if missing:
+        pytest.skip(missing)
+    found = devices(kube, DRA_DRIVER)
+    if not found:
+        pytest.skip(
+            f"no ResourceSlice offers a device of driver {DRA_DRIVER}: the local provider publishes the node "
+            "pools' devices; on another cluster install a DRA driver (the dra-example-driver's chart)"
+        )
+    if kube.find(apis.DEVICE_CLASS, DRA_CLASS) is None:
+        # Every claim of these scenarios names the class: without it, each would wait out its deadline.
+        raise ClusterError(
+            f"the ResourceSlices offer devices of driver {DRA_DRIVER}, but the cluster has no DeviceClass "
+            f"{DRA_CLASS}, which every claim here names: install the driver's chart (it makes the class) or "
+            f"create it (apiVersion: resource.k8s.io/v1, kind: DeviceClass, selectors: "
+            f"device.driver == '{DRA_DRIVER}')"
+        )
+    return found

@@ -1,0 +1,46 @@
+"""``kbc bench``'s measurements reach their functions with the options they were given (the canary bench
+and the cold toolchain once read an attribute the parser never set, and crashed before measuring)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbc.cli import bench, bench_restart
+from kbc.cli import commands as cli
+from kbc.supply.lock import default_lock_path
+
+
+@pytest.mark.parametrize("given", [[], ["--charts-lock", "LOCK"]])
+def test_the_canary_bench_gets_the_lock_the_runs_and_the_provider(
+    given: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lock = tmp_path / "charts-lock.yaml"
+    lock.write_text(default_lock_path().read_text())
+    seen: dict[str, Any] = {}
+
+    def canary(lock_path: Path | None, runs: int, provider: str, emit: Any) -> dict[str, Any]:
+        seen.update(lock=lock_path, runs=runs, provider=provider)
+        return {"benchmark": "canary", "runs": runs}
+
+    monkeypatch.setattr(bench_restart, "bench_canary", canary)
+    args = [a.replace("LOCK", str(lock)) for a in given]
+    output = tmp_path / "bench.jsonl"
+    command = [*args, "bench", "canary", "--runs", "3", "--provider", "kind", "--output", str(output)]
+    assert cli.main(command) == 0
+    assert seen == {"lock": lock if given else None, "runs": 3, "provider": "kind"}
+    assert '"benchmark": "canary"' in output.read_text()
+
+
+def test_the_cold_toolchain_bench_gets_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Path | None] = []
+
+    def cold(lock_path: Path | None) -> dict[str, Any]:
+        seen.append(lock_path)
+        return {"benchmark": "toolchain-cold"}
+
+    monkeypatch.setattr(bench, "bench_toolchain_cold", cold)
+    assert cli.main(["bench", "toolchain-cold", "--output", str(tmp_path / "bench.jsonl")]) == 0
+    assert seen == [None]
