@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbc import apis
+from kbc import apis, timeouts
 from kbc.cluster.docker import missing_capabilities
 from kbc.cluster.pools import load_pools
 from kbc.cluster.providers.kind.built import BuiltImages
@@ -37,6 +37,7 @@ from kbc.labels import (
     SHARED_DIR_ANNOTATION,
     WORKLOAD_IMAGE,
 )
+from kbc.polling import TimeoutException, poll
 from kbc.process import command_lines
 from kbc.supply import paths
 from kbc.supply.images.build import ETCD_TAG_LABEL, ImageBuilder
@@ -282,10 +283,21 @@ def test_kind_makes_the_cluster_from_built_images_and_helm_installs_the_charts_f
                 ]
                 assert ids, f"no running container of {reference}"
                 assert all(i.endswith(built[reference]) for i in ids), (reference, ids, built[reference])
-    logs = sorted(p.name for p in (paths.clusters_dir() / f"kind-{CLUSTER}" / "logs").glob("*.log"))
-    for component in lock.components.values():
-        assert any(name.startswith(component.namespace + ".") for name in logs), logs
-    assert any(name.startswith("kube-system.kube-apiserver-") for name in logs), logs
+    # The follower finds running containers on its own rescans (every 2 s), so a component whose pod
+    # became Running just before `cluster up` returned may not have its file yet: wait for it.
+    prefixes = [c.namespace + "." for c in lock.components.values()] + ["kube-system.kube-apiserver-"]
+    directory = paths.clusters_dir() / f"kind-{CLUSTER}" / "logs"
+
+    def followed() -> list[str] | None:
+        logs = sorted(p.name for p in directory.glob("*.log"))
+        return logs if all(any(n.startswith(p) for n in logs) for p in prefixes) else None
+
+    try:
+        poll(followed, timeout=timeouts.SHORT.seconds, step=1.0)
+    except TimeoutException:
+        logs = sorted(p.name for p in directory.glob("*.log"))
+        missing = [p for p in prefixes if not any(n.startswith(p) for n in logs)]
+        pytest.fail(f"no log followed for {missing} within {timeouts.SHORT}; {directory} holds {logs}")
 
 
 def test_the_pinned_dra_driver_publishes_the_pools_devices_on_their_nodes_only(
