@@ -4,11 +4,15 @@ on a running cluster without it refuses, rather than pretend."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from kbc.cluster.providers import Cluster
-from tests.integration.commands import kbc
-from tests.integration.suite_runner import run_scenario
+from kbc.supply import paths
+from tests.integration.commands import kbc, unique_name
+from tests.integration.suite_runner import run_pytest, run_scenario
 
 pytestmark = pytest.mark.cluster
 
@@ -35,3 +39,34 @@ def test_cluster_up_with_a_setting_a_running_cluster_lacks_refuses(cluster: Clus
     )
     assert "kueue from --config (fairSharing.preemptionStrategies=" in done.stderr and "lacks" in done.stderr
     assert f"kbc cluster down --name {cluster.name}" in done.stderr
+
+
+def test_the_next_profiles_cluster_starts_beside_the_last_scenario_and_nothing_is_left(
+    cleanup_names: list[str], tmp_path: Path
+) -> None:
+    # Two scenarios of two profiles on a session of its own: the second profile's cluster is started while
+    # the first profile's scenario runs, and both are removed at the end.
+    base = unique_name("kbc-pre")
+    run = run_pytest(
+        ["suites/test_pods_ready.py", "-k", "without_wait_for_pods_ready or block_admission"],
+        [
+            "--provider",
+            "local",
+            "--cluster-name",
+            base,
+            "--components",
+            "kueue",
+            "--report-dir",
+            str(tmp_path),
+        ],
+        sabotage=None,
+        timeout=600,
+    )
+    left = sorted(p.name for p in paths.clusters_dir().glob(f"{base}*"))
+    cleanup_names.extend(left)
+    assert run.outcomes == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    beside = summary["cluster_seconds_beside_scenarios"]
+    assert 0 < beside <= summary["cluster_seconds"], summary
+    assert "s of it beside the scenarios before)" in run.output, run.explain()
+    assert not left, f"the session left {left}"

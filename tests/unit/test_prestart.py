@@ -1,0 +1,102 @@
+"""The next profile's cluster, started while the last scenario of the profile before runs: which scenario
+hands over to which profile, and a cluster started so whose scenarios never ran is removed once it is up."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kbc.cluster.providers import Cluster, ProviderOptions
+from kbc.configuration import Setting
+from kbc.plugins import cluster as plugin
+from kbc.plugins.cluster import DEFAULT, ClusterSession, Prestart, Profile
+from kbc.supply.lock import load_lock
+
+FAIR = Profile((Setting("kueue", "fair sharing", {"fairSharing": {"enable": True}}),))
+OFF = Profile((Setting("kueue", "waitForPodsReady off", {"waitForPodsReady": {"enable": False}}),))
+
+
+class SlowProvider:
+    """Starts a cluster in a while, as a provider's up does, and records what it removed."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self.removed: list[str] = []
+        self.release = threading.Event()
+
+    def up(self, name: str, **_: Any) -> Cluster:
+        self.release.wait(5)
+        return Cluster(name, self.name, Path("/nonexistent"), True)
+
+    def down(self, name: str) -> None:
+        self.removed.append(name)
+
+
+def item(nodeid: str, profile: Profile) -> Any:
+    params = {"cluster": profile} if profile != DEFAULT else {}
+    return SimpleNamespace(nodeid=nodeid, callspec=SimpleNamespace(params=params))
+
+
+def session_of(items: list[Any]) -> Any:
+    config = SimpleNamespace(stash=pytest.Stash())
+    state = ClusterSession(
+        lock=load_lock(),
+        provider_name="local",
+        cluster_name="kbc",
+        keep=False,
+        kubeconfig_copy=None,
+        components=("kueue",),
+        values={},
+        config=(),
+        options=ProviderOptions(),
+    )
+    config.stash[plugin.session_key] = state
+    return SimpleNamespace(config=config, items=items)
+
+
+def test_the_last_scenario_of_each_profile_hands_over_to_the_next_profile() -> None:
+    session = session_of(
+        [
+            item("a", DEFAULT),
+            item("b", DEFAULT),
+            item("c[fair]", FAIR),
+            item("d[fair]", FAIR),
+            item("e[off]", OFF),
+        ]
+    )
+    plugin.pytest_collection_finish(session)
+    assert session.config.stash[plugin._handovers_key] == {"b": FAIR, "d[fair]": OFF}
+
+
+def test_a_cluster_started_early_whose_scenarios_never_ran_is_waited_for_and_removed() -> None:
+    session = session_of([])
+    provider = SlowProvider()
+    prestart = Prestart(FAIR, "kbc-kueue-fair-sharing", provider, time.monotonic())  # type: ignore[arg-type]
+    session.config.stash[plugin._prestarts_key] = {FAIR: prestart}
+    prestart.start(session.config.stash[plugin.session_key])
+    threading.Timer(0.2, provider.release.set).start()
+    plugin.pytest_sessionfinish(session)
+    assert provider.removed == ["kbc-kueue-fair-sharing"]
+
+
+def test_a_cluster_started_early_that_failed_to_start_has_nothing_to_remove() -> None:
+    session = session_of([])
+    provider = SlowProvider()
+
+    def fails(name: str, **_: Any) -> Cluster:
+        raise RuntimeError("kube-apiserver did not start")
+
+    provider.up = fails  # type: ignore[method-assign]
+    prestart = Prestart(FAIR, "kbc-kueue-fair-sharing", provider, time.monotonic())  # type: ignore[arg-type]
+    session.config.stash[plugin._prestarts_key] = {FAIR: prestart}
+    prestart.start(session.config.stash[plugin.session_key])
+    plugin.pytest_sessionfinish(session)
+    assert provider.removed == []
+    with pytest.raises(RuntimeError, match="kube-apiserver did not start"):
+        prestart.done.result()
