@@ -52,6 +52,21 @@ def test_an_evicted_pod_and_a_restarting_container_are_both_said() -> None:
         }
     )
     assert trouble_of(restarting) == "container worker CrashLoopBackOff; container worker restarted 2x"
+    # restartPolicy OnFailure: running again where it was, and why it restarted.
+    restarted = pod(
+        {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "worker",
+                    "restartCount": 1,
+                    "state": {"running": {}},
+                    "lastState": {"terminated": {"reason": "StartError", "exitCode": 128}},
+                }
+            ],
+        }
+    )
+    assert trouble_of(restarted) == "container worker restarted 1x (last: StartError exit 128)"
 
 
 def test_a_pod_on_its_way_or_done_well_has_no_trouble() -> None:
