@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -97,9 +98,10 @@ def test_the_readme_scenario_runs_under_the_canary_from_a_directory_of_its_own(t
     outcomes, _ = read_junit(junit)
     assert outcomes == {"passed": 3, "failed": 0, "errors": 0, "skipped": 0}, output[-6000:]
     story = "test_team_queue_runs_one_training_job_at_a_time"
-    assert f"test_team_queue.py::{story}[old-pins]" in output and f"{story}[new-pins]" in output, output[
-        -6000:
-    ]
+    # What ran, from the JUnit report: the terminal lists node ids only by accident (its warnings summary
+    # names each test while fewer than ten warnings are raised, and counts them by file past that).
+    ran = {str(case.get("name")) for case in ElementTree.parse(junit).getroot().iter("testcase")}
+    assert {f"{story}[old-pins]", f"{story}[new-pins]"} <= ran, (sorted(ran), output[-6000:])
     summary = output.split("kbatch-conformance summary", 1)[-1]
     assert story.replace("_", " ")[:40] in summary or story in summary, summary[:3000]
     table = (reports / "summary.md").read_text().split("### Old pins against new pins", 1)
