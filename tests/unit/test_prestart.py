@@ -83,6 +83,7 @@ def test_a_cluster_started_early_whose_scenarios_never_ran_is_waited_for_and_rem
     threading.Timer(0.2, provider.release.set).start()
     plugin.pytest_sessionfinish(session)
     assert provider.removed == ["kbc-kueue-fair-sharing"]
+    assert 0.2 <= prestart.took < 5, "the start's own time, measured when it ended"
 
 
 def test_a_cluster_started_early_that_failed_to_start_has_nothing_to_remove() -> None:
