@@ -1,0 +1,104 @@
+"""``kbc bench kueue-perf`` on a local cluster of its own: Kueue's configs read from the pinned module, a
+small config of the user's run through the real Kueue manager (a preemption included, whose eviction the
+runner must finish for the run to end), the figures written, and nothing left behind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbc.cli import bench_perf
+from kbc.cluster.providers.local import LocalProvider
+from kbc.perf import load_generator
+from kbc.supply.lock import load_lock
+from tests.integration.commands import kbc
+
+pytestmark = pytest.mark.cluster
+
+# Two queues of 4 cpu in one cohort. Each first runs a 4-cpu workload of priority 50 for 4 s; 1.5 s in, a
+# 4-cpu workload of priority 200 arrives that fits nowhere: Kueue must preempt the first
+# (withinClusterQueue: LowerPriority), and the run ends only if the runner finished that eviction and
+# Kueue admitted the preempted workload again.
+SMALL = """\
+cohorts:
+  - className: cohort
+    count: 1
+    queuesSets:
+    - className: cq
+      count: 2
+      nominalQuota: 4
+      reclaimWithinCohort: Any
+      withinClusterQueue: LowerPriority
+      workloadsSets:
+      - count: 1
+        creationIntervalMs: 100
+        workloads:
+        - {className: long, runtimeMs: 4000, priority: 50, request: 4}
+      - count: 1
+        creationIntervalMs: 1500
+        workloads:
+        - {className: urgent, runtimeMs: 500, priority: 200, request: 4}
+      - count: 10
+        creationIntervalMs: 300
+        workloads:
+        - {className: small, runtimeMs: 200, priority: 100, request: 1}
+"""
+
+
+def test_kueues_own_configs_are_read_from_the_pinned_module() -> None:
+    lock = load_lock()
+    for name, workloads in (("baseline", 15_000), ("large-scale", 50_000), ("tas", 15_000)):
+        directory, source = bench_perf.resolve(lock, name)
+        assert source == f"sigs.k8s.io/kueue@{lock.components['kueue'].build.version}"
+        config, rangespec = bench_perf.load(directory)
+        assert config.workloads == workloads and rangespec is not None
+        assert rangespec.max_wall_ms is not None and rangespec.max_wall_ms.published_mean
+    tas, _ = bench_perf.load(bench_perf.resolve(lock, "tas")[0])
+    assert tas.topology is not None and tas.topology.nodes == 640
+
+
+def test_a_small_config_runs_through_kueue_preempting_and_finishing_and_leaves_no_cluster(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "generator.yaml").write_text(SMALL)
+    output = tmp_path / "runs.jsonl"
+    before = {name for name, _ in LocalProvider.list_clusters()}
+    done = kbc("bench", "kueue-perf", "--config", str(tmp_path), "--runs", "1", "--output", str(output))
+    assert done.returncode == 0, done.stderr
+    # The run's line, then the command's result.
+    record, result = [json.loads(line) for line in output.read_text().splitlines()]
+    assert result["medians"]["new"]["wall"]["values"] == [record["figures"][0]["value"]]
+    assert record["complete"] is True, done.stderr
+    assert record["workloads"] == load_generator(tmp_path / "generator.yaml").workloads == 24
+    classes = record["workload_classes"]
+    for name, counts in classes.items():
+        assert counts["admitted"] == counts["finished"] == counts["workloads"], (name, counts)
+    assert classes["long"]["evictions"] >= 1, classes
+    assert record["refused_requests"] == 0, record["refused_examples"]
+    assert record["processes"]["kueue-controller-manager"]["cpu_seconds"] > 0
+    assert {f["name"] for f in record["figures"]} >= {"wall", "long mean time to admission", "cq usage"}
+    assert "complete" in done.stderr and "long mean time to admission" in done.stderr
+    assert {name for name, _ in LocalProvider.list_clusters()} == before
+
+
+def test_old_against_new_flags_a_kueue_slowed_through_its_configuration(tmp_path: Path) -> None:
+    # The sabotage: the new pins' Kueue may write to the API server five times a second (its client QPS
+    # through the configuration seam); each admission takes writes, so every figure of time grows past
+    # any band.
+    (tmp_path / "generator.yaml").write_text(SMALL)
+    output = tmp_path / "runs.jsonl"
+    slowed = "kueue:clientConnection={qps: 5, burst: 5}"
+    done = kbc(
+        "bench", "kueue-perf", "--config", str(tmp_path), "--runs", "1", "--pins", "both",
+        "--new-pins-config", slowed, "--band", str(tmp_path / "no-calibration.json"), "--output", str(output),
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [r["pins"] for r in records[:2]] == ["old", "new"]
+    assert records[1]["kueue_client"] == {"qps": 5, "burst": 5} and records[0]["kueue_client"]["qps"] > 5
+    result = records[-1]
+    assert "wall" in result["flagged"], result["comparison"]
+    assert "REGRESSION wall" in done.stderr and "no calibration at" in done.stderr

@@ -1,0 +1,364 @@
+"""``kbc bench kueue-perf``'s reading of Kueue's performance configs, the objects it makes from them, what it
+does when Kueue admits or evicts, and its figures, without a cluster (tests/integration/test_kueue_perf.py
+runs it on one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbc.cli import bench_perf
+from kbc.cli import commands as cli
+from kbc.errors import PerfConfigError
+from kbc.perf import _objects as objects
+from kbc.perf import band, compare, flag, load_generator, load_rangespec, render_comparison, summarize
+from kbc.perf._runner import ADMISSION_MANAGER, QueueRecord, RunRecord, WorkloadRecord, _Runner, percentile
+
+# Kueue's configs/baseline/generator.yaml of the pinned module, as it is written there.
+BASELINE = """\
+cohorts:
+  - className: cohort
+    count: 5
+    queuesSets:
+    - className: cq
+      count: 6
+      nominalQuota: 20
+      borrowingLimit: 100
+      reclaimWithinCohort: Any
+      withinClusterQueue: LowerPriority
+      workloadsSets:
+      - count: 350
+        creationIntervalMs: 100
+        workloads:
+        - className: small
+          runtimeMs: 200
+          priority: 50
+          request: 1
+      - count: 100
+        creationIntervalMs: 500
+        workloads:
+        - className: medium
+          runtimeMs: 500
+          priority: 100
+          request: 5
+      - count: 50
+        creationIntervalMs: 1200
+        workloads:
+        - className: large
+          runtimeMs: 1000
+          priority: 200
+          request: 20
+"""
+
+# The three ways Kueue's rangespec comments give the mean a limit was set from (baseline, large-scale, tas).
+RANGESPEC = """\
+cmd:
+  # Average value 351116.4 (+/- 0.9%), setting at +20%
+  maxWallMs: 425_000
+
+clusterQueueClassesMinUsage:
+  # mean=38.64%, mean-7% rounded down to 0.1%
+  cq: 31.6 #%
+
+wlClassesMaxAvgTimeToAdmissionMs:
+  large:    46_000        # 37862 / 1573 / 4.15%
+  medium: 90_000
+"""
+
+
+def _write(tmp_path: Path, text: str, name: str = "generator.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_kueues_baseline_reads_as_thirty_queues_and_fifteen_thousand_workloads(tmp_path: Path) -> None:
+    config = load_generator(_write(tmp_path, BASELINE))
+    assert (config.cluster_queues, config.workloads) == (30, 15_000)
+    assert config.workload_classes == ["small", "medium", "large"]
+    # 30 queues x (10 + 2 + 0.83) creates a second; the longest stream (large) lasts 60 s.
+    assert round(config.peak_creates_per_second) == 385
+    assert config.generation_seconds == 60.0
+    assert config.flavor.name == "rf" and config.topology is None
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "problem"),
+    [
+        (
+            ("nominalQuota: 20", "nominalQuotas: 20"),
+            "cohorts[0].queuesSets[0].nominalQuotas",
+            "is not a field",
+        ),
+        (
+            ("request: 5", "request: five"),
+            "cohorts[0].queuesSets[0].workloadsSets[1].workloads[0].request",
+            "not a Kubernetes quantity",
+        ),
+        (
+            ("reclaimWithinCohort: Any", "reclaimWithinCohort: Sometimes"),
+            "cohorts[0].queuesSets[0].reclaimWithinCohort",
+            "'Sometimes' is not one of",
+        ),
+        (("count: 350", "count: 0"), "cohorts[0].queuesSets[0].workloadsSets[0].count", "must be at least 1"),
+        (("- className: cohort", "- count: 1"), "cohorts[0].className", "is missing"),
+        (("runtimeMs: 200", "runtimeMs: 200\n          tasLevel: rack"), "topology", "no topology"),
+    ],
+)
+def test_a_config_the_generator_cannot_read_names_the_file_and_the_field(
+    tmp_path: Path, change: tuple[str, str], field: str, problem: str
+) -> None:
+    path = _write(tmp_path, BASELINE.replace(*change, 1))
+    with pytest.raises(PerfConfigError) as caught:
+        load_generator(path)
+    assert caught.value.path == path and caught.value.field == field, str(caught.value)
+    assert problem in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_a_rangespec_gives_its_limits_and_the_means_its_comments_state(tmp_path: Path) -> None:
+    spec = load_rangespec(_write(tmp_path, RANGESPEC, "rangespec.yaml"))
+    assert spec.max_wall_ms is not None
+    assert (spec.max_wall_ms.limit, spec.max_wall_ms.published_mean) == (425_000, 351116.4)
+    assert (spec.min_usage_percent["cq"].limit, spec.min_usage_percent["cq"].published_mean) == (31.6, 38.64)
+    large, medium = spec.max_mean_admission_ms["large"], spec.max_mean_admission_ms["medium"]
+    assert (large.limit, large.published_mean) == (46_000, 37862)
+    assert (medium.limit, medium.published_mean) == (90_000, None)
+
+
+def test_objects_are_named_and_labelled_as_kueues_generator_makes_them(tmp_path: Path) -> None:
+    config = load_generator(_write(tmp_path, BASELINE))
+    queues = objects.queues(config)
+    assert [q.name for q in queues[:2]] == ["cq-0-0-cohort-0", "cq-0-1-cohort-0"]
+    assert queues[-1].name == "cq-0-5-cohort-4" and queues[-1].cohort == "cohort-4"
+    cq = objects.cluster_queue(config, queues[0])
+    assert cq["metadata"]["labels"][objects.CLASS_LABEL] == "cq"
+    assert cq["spec"]["cohortName"] == "cohort-0"
+    assert cq["spec"]["resourceGroups"][0]["flavors"][0] == {
+        "name": "rf",
+        "resources": [{"name": "cpu", "nominalQuota": "20", "borrowingLimit": "100"}],
+    }
+    assert cq["spec"]["preemption"] == {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"}
+    template = queues[0].spec.workloads_sets[0].workloads[0]
+    name = objects.workload_name(template, 0, 17, 0)
+    wl = objects.workload(queues[0], template, name)
+    assert name == "small-0-17-0" and wl["metadata"]["namespace"] == "cq-0-0-cohort-0"
+    assert wl["metadata"]["labels"] == {objects.RUNNING_MS_LABEL: "200", objects.CLASS_LABEL: "small"}
+    assert wl["spec"]["queueName"] == "cq-0-0-cohort-0" and wl["spec"]["priority"] == 50
+    assert wl["spec"]["podSets"][0]["count"] == 1
+    assert wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] == {
+        "requests": {"cpu": "1"}
+    }
+
+
+def test_a_topology_config_makes_kueues_nodes_and_topology_requests(tmp_path: Path) -> None:
+    topology = """\
+topology:
+  name: dc
+  levels:
+  - {name: block, count: 1, nodeLabel: b}
+  - {name: rack, count: 3, nodeLabel: r}
+  - {name: node, count: 2, nodeLabel: kubernetes.io/hostname, capacity: {cpu: '8'}}
+resourceFlavor: {name: tas-flavor, nodeLabel: tas-node-group, topologyName: dc}
+"""
+    balanced = "runtimeMs: 200\n" + "".join(
+        f"          {line}\n"
+        for line in ("podCount: 2", "tasLevel: r", "tasConstraint: balanced", "sliceSize: 1")
+    )
+    text = topology + BASELINE.replace("runtimeMs: 200\n", balanced)
+    config = load_generator(_write(tmp_path, text))
+    assert config.topology is not None and config.topology.nodes == 6
+    made = list(objects.nodes(config.topology))
+    assert [n for n, _, _ in made[:3]] == ["node-b0-r0-n0", "node-b0-r0-n1", "node-b0-r1-n0"]
+    _, labels, capacity = made[2]
+    assert labels["r"] == "rack-1" and labels["kubernetes.io/hostname"] == "node-0"
+    assert labels[objects.TAS_NODE_GROUP] == "tas" and capacity["cpu"] == "8"
+    assert objects.flavor(config)["spec"] == {"nodeLabels": {"tas-node-group": "tas"}, "topologyName": "dc"}
+    queue = objects.queues(config)[0]
+    small = queue.spec.workloads_sets[0].workloads[0]
+    pod_set = objects.workload(queue, small, "small-0-0-0")["spec"]["podSets"][0]
+    assert pod_set["count"] == 2
+    assert pod_set["topologyRequest"] == {"podSetSliceRequiredTopology": "r", "podSetSliceSize": 1}
+
+
+class _Applies:
+    """Stands in for the API client where the runner writes: records what it applies."""
+
+    def __init__(self) -> None:
+        self.applied: list[tuple[dict[str, Any], str | None, str]] = []
+
+    def apply(self, obj: dict[str, Any], *, subresource: str | None = None, field_manager: str = "") -> Any:
+        self.applied.append((obj, subresource, field_manager))
+        return obj
+
+
+def _workload(admitted: bool, evicted: bool = False) -> dict[str, Any]:
+    conditions = [
+        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"},
+        {"type": "Admitted", "status": "True" if admitted else "False", "reason": "Admitted"},
+    ]
+    if evicted:
+        conditions.append({"type": "Evicted", "status": "True", "reason": "Preempted"})
+    return {
+        "metadata": {
+            "name": "small-0-0-0",
+            "namespace": "cq",
+            "uid": "u1",
+            "resourceVersion": "7",
+            "generation": 1,
+        },
+        "status": {"conditions": conditions, "admission": {"clusterQueue": "cq"}},
+    }
+
+
+def test_an_admitted_workload_is_finished_its_runtime_later_and_an_evicted_one_loses_its_reservation(
+    tmp_path: Path,
+) -> None:
+    config = load_generator(_write(tmp_path, BASELINE))
+    client = _Applies()
+    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads["cq/small-0-0-0"] = record
+    runner.on_workload(_workload(admitted=True), 10.0)
+    assert record.admissions == [10.0] and runner.finish_heap == [(10.2, "cq/small-0-0-0")]
+    runner._finish("cq/small-0-0-0")
+    body, subresource, manager = client.applied[-1]
+    assert (subresource, manager) == ("status", "kueue-job-controller-Finished")
+    assert [(c["type"], c["status"]) for c in body["status"]["conditions"]] == [("Finished", "True")]
+
+    runner.on_workload(_workload(admitted=True, evicted=True), 11.0)
+    runner.writers.shutdown(wait=True)
+    body, subresource, manager = client.applied[-1]
+    assert (subresource, manager) == ("status", ADMISSION_MANAGER)
+    assert record.evictions == 1
+    # Applied by the scheduler's own manager without admission: Kueue's admission goes with it.
+    assert "admission" not in body["status"] and body["metadata"]["resourceVersion"] == "7"
+    said = {c["type"]: (c["status"], c["reason"]) for c in body["status"]["conditions"]}
+    assert said["QuotaReserved"] == ("False", "Pending") and said["Admitted"] == ("False", "NoReservation")
+    assert said["Evicted"] == ("True", "Preempted")
+
+
+def test_the_figures_are_kueues_a_never_admitted_workload_counting_zero_and_usage_integrated(
+    tmp_path: Path,
+) -> None:
+    config = load_generator(_write(tmp_path, BASELINE))
+    spec = load_rangespec(_write(tmp_path, RANGESPEC, "rangespec.yaml"))
+    workloads = {
+        "a": WorkloadRecord("q", "a", "large", 1000, due=0.0, created=0.0, admissions=[2.0], finished=3.0),
+        "b": WorkloadRecord(
+            "q", "b", "large", 1000, due=0.0, created=1.0, admissions=[5.0, 9.0], evictions=1
+        ),
+        "c": WorkloadRecord("q", "c", "large", 1000, due=0.0, created=1.0),
+    }
+    queue = QueueRecord("cq-0-0-cohort-0", "cq", nominal_mcpu=20_000)
+    for at, used in ((0.0, "0"), (1.0, "20"), (3.0, "0"), (4.0, "0")):
+        queue.observe({"status": {"flavorsUsage": [{"resources": [{"name": "cpu", "total": used}]}]}}, at)
+    record = RunRecord(0.0, 10.0, True, "done", workloads, {queue.name: queue}, [], 0)
+    summary = summarize(record, config, spec)
+    large = summary["workload_classes"]["large"]
+    # (2 s + 8 s, the last admission after it appeared) over 3 workloads, as Kueue's recorder divides.
+    assert large["mean_time_to_admission_ms"] == pytest.approx(10_000 / 3, abs=0.1)
+    assert (large["admitted"], large["never_admitted"], large["evictions"]) == (2, 1, 1)
+    # 20 cpu for 2 s of a 4 s window of 20 cpu nominal: 50 %.
+    assert summary["cluster_queue_classes"]["cq"]["usage_percent"] == 50.0
+    figures = {f["name"]: f for f in summary["figures"]}
+    assert figures["wall"]["value"] == 10_000 and figures["wall"]["within_kueue_limit"] is True
+    assert figures["large mean time to admission"]["ratio_to_published_mean"] == round(3333.3 / 37862, 2)
+    assert figures["cq usage"]["within_kueue_limit"] is True
+    assert figures["small mean time to admission"]["limit"] is None
+    assert percentile([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], 0.9) == 9.0
+
+
+def test_a_config_too_large_for_the_machine_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    config = load_generator(_write(tmp_path, BASELINE.replace("count: 6", "count: 600")))
+    with pytest.raises(PerfConfigError) as caught:
+        bench_perf.check_fits(config, cores=2, memory_gib=24)
+    assert caught.value.field == "cohorts" and "--force" in str(caught.value)
+    assert "makes 1500000 workloads in 3000 ClusterQueues" in str(caught.value)
+    (warning,) = bench_perf.check_fits(load_generator(_write(tmp_path, BASELINE)), cores=2, memory_gib=24)
+    assert "385 creates per second at its peak" in warning and "behind" in warning
+    assert bench_perf.check_fits(load_generator(_write(tmp_path, BASELINE)), cores=16, memory_gib=24) == []
+
+
+def test_the_command_refuses_a_directory_without_a_generator_and_says_what_it_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["bench", "kueue-perf", "--config", str(tmp_path), "--runs", "1"]) == 1
+    said = capsys.readouterr().err
+    assert f"{tmp_path}/generator.yaml: not found" in said and "baseline, large-scale, tas" in said
+
+
+def test_old_against_new_compares_the_medians_of_each_figure() -> None:
+    def summary(wall: float, small: float) -> dict[str, Any]:
+        return {
+            "figures": [
+                {"name": "wall", "value": wall, "unit": "ms"},
+                {"name": "small mean time to admission", "value": small, "unit": "ms"},
+            ]
+        }
+
+    old = [summary(100_000, 20_000), summary(110_000, 30_000), summary(90_000, 25_000)]
+    new = [summary(200_000, 25_000), summary(220_000, 25_000), summary(180_000, 25_000)]
+    comparison = compare(old, new)
+    assert comparison["wall"]["old"] == 100_000 and comparison["wall"]["new"] == 200_000
+    assert comparison["wall"]["ratio"] == 2.0 and comparison["wall"]["old_runs"] == [100_000, 110_000, 90_000]
+    assert comparison["small mean time to admission"]["ratio"] == 1.0
+    (header, wall, small) = render_comparison(comparison)
+    assert small.split()[-1] == "1.00"
+    assert "old pins" in header and wall.split()[-3:] == ["100.0s", "200.0s", "2.00"]
+
+
+def test_the_command_runs_the_pin_sets_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    def perf(lock: Any, config: str, runs: int, **given: Any) -> dict[str, Any]:
+        seen.update(config=config, runs=runs, pins=given["pins"], force=given["force"])
+        return {"benchmark": "kueue-perf"}
+
+    monkeypatch.setattr(bench_perf, "bench_kueue_perf", perf)
+    output = str(tmp_path / "bench.jsonl")
+    assert cli.main(["bench", "kueue-perf", "--runs", "2", "--output", output]) == 0
+    assert seen == {"config": "baseline", "runs": 2, "pins": "new", "force": False}
+    assert (
+        cli.main(["bench", "kueue-perf", "--config", "tas", "--pins", "both", "--force", "--output", output])
+        == 0
+    )
+    assert seen == {"config": "tas", "runs": 3, "pins": "both", "force": True}
+
+
+def _figures(wall: float, usage: float) -> dict[str, Any]:
+    return {
+        "figures": [
+            {"name": "wall", "value": wall, "unit": "ms", "bound": "max"},
+            {"name": "cq usage", "value": usage, "unit": "%", "bound": "min"},
+        ]
+    }
+
+
+def test_a_figure_worse_than_the_band_of_its_calibration_is_flagged_and_better_never_is() -> None:
+    calibration = band([_figures(100_000, 50.0), _figures(120_000, 52.0), _figures(110_000, 51.0)])
+    # (120 - 100) / 110 apart: a wall time 18 % longer is within it; 25 % longer is not.
+    assert calibration == {"wall": 0.182, "cq usage": 0.039}
+    old = [_figures(100_000, 50.0)]
+    assert flag(compare(old, [_figures(118_000, 50.0)]), calibration) == {}
+    flagged = flag(compare(old, [_figures(125_000, 50.0)]), calibration)
+    assert list(flagged) == ["wall"] and "x1.25; the band is 18%" in flagged["wall"]
+    # Usage is bounded below: lower is worse; a band narrower than the floor gets the floor (10 %).
+    assert list(flag(compare(old, [_figures(100_000, 44.0)]), calibration)) == ["cq usage"]
+    assert flag(compare(old, [_figures(100_000, 46.0)]), calibration) == {}
+    assert flag(compare(old, [_figures(50_000, 80.0)]), calibration) == {}
+    with pytest.raises(ValueError, match="two runs"):
+        band(old)
+
+
+def test_calibrating_takes_one_pin_set_and_two_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "generator.yaml").write_text(BASELINE)
+    given = ["bench", "kueue-perf", "--config", str(tmp_path), "--calibrate", "--output", str(tmp_path / "o")]
+    assert cli.main([*given, "--pins", "both"]) == 1
+    assert (
+        "--calibrate takes one pin set (--pins new or old) and --runs 2 at least" in capsys.readouterr().err
+    )
+    assert cli.main([*given, "--runs", "1"]) == 1
