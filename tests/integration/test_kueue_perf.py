@@ -47,6 +47,40 @@ cohorts:
 """
 
 
+# Kueue's topology config in small: a block of two racks of three nodes (4 cpu each), kwok nodes; gangs
+# of four pods that must fit one rack, and gangs balanced over racks in slices of two.
+TOPOLOGY = """\
+topology:
+  name: dc
+  levels:
+    - {name: block, count: 1, nodeLabel: cloud.provider.com/topology-block}
+    - {name: rack, count: 2, nodeLabel: cloud.provider.com/topology-rack}
+    - {name: node, count: 3, nodeLabel: kubernetes.io/hostname, capacity: {cpu: "4", memory: 16Gi}}
+resourceFlavor: {name: tas-flavor, nodeLabel: tas-node-group, topologyName: dc}
+cohorts:
+  - className: cohort
+    count: 1
+    queuesSets:
+    - className: cq
+      count: 2
+      nominalQuota: 12
+      borrowingLimit: 12
+      reclaimWithinCohort: Any
+      withinClusterQueue: LowerPriority
+      workloadsSets:
+      - count: 6
+        creationIntervalMs: 200
+        workloads:
+        - {className: rack-required, runtimeMs: 1000, priority: 50, request: "2", podCount: 4,
+           tasLevel: cloud.provider.com/topology-rack, tasConstraint: required}
+      - count: 6
+        creationIntervalMs: 300
+        workloads:
+        - {className: rack-balanced, runtimeMs: 500, priority: 100, request: "1", podCount: 4,
+           tasLevel: cloud.provider.com/topology-rack, tasConstraint: balanced, sliceSize: 2}
+"""
+
+
 def test_kueues_own_configs_are_read_from_the_pinned_module() -> None:
     lock = load_lock()
     for name, workloads in (("baseline", 15_000), ("large-scale", 50_000), ("tas", 15_000)):
@@ -102,3 +136,16 @@ def test_old_against_new_flags_a_kueue_slowed_through_its_configuration(tmp_path
     result = records[-1]
     assert "wall" in result["flagged"], result["comparison"]
     assert "REGRESSION wall" in done.stderr and "no calibration at" in done.stderr
+
+
+def test_a_topology_config_gets_its_kwok_nodes_and_every_gang_a_topology_assignment(tmp_path: Path) -> None:
+    (tmp_path / "generator.yaml").write_text(TOPOLOGY)
+    output = tmp_path / "runs.jsonl"
+    done = kbc("bench", "kueue-perf", "--config", str(tmp_path), "--runs", "1", "--output", str(output))
+    assert done.returncode == 0, done.stderr
+    record = json.loads(output.read_text().splitlines()[0])
+    assert record["complete"] is True and record["nodes_made"] == 6, done.stderr
+    for name, counts in record["workload_classes"].items():
+        assert counts["admitted"] == counts["finished"] == counts["workloads"] == 12, (name, counts)
+        # Admitted by Kueue's topology-aware scheduling: each admission carries where its pods go.
+        assert counts["topology_assigned"] == counts["admitted"], (name, counts)

@@ -212,31 +212,42 @@ def _workload(admitted: bool, evicted: bool = False) -> dict[str, Any]:
     }
 
 
-def test_an_admitted_workload_is_finished_its_runtime_later_and_an_evicted_one_loses_its_reservation(
+def test_a_workload_finishes_its_runtime_after_its_last_admission_and_an_eviction_unreserves_it(
     tmp_path: Path,
 ) -> None:
     config = load_generator(_write(tmp_path, BASELINE))
     client = _Applies()
     runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    key = "cq/small-0-0-0"
     record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads["cq/small-0-0-0"] = record
+    runner.workloads[key] = record
     runner.on_workload(_workload(admitted=True), 10.0)
-    assert record.admissions == [10.0] and runner.finish_heap == [(10.2, "cq/small-0-0-0")]
-    runner._finish("cq/small-0-0-0")
-    body, subresource, manager = client.applied[-1]
-    assert (subresource, manager) == ("status", "kueue-job-controller-Finished")
-    assert [(c["type"], c["status"]) for c in body["status"]["conditions"]] == [("Finished", "True")]
+    assert record.admissions == [10.0] and runner.finish_heap == [(10.2, key)]
 
-    runner.on_workload(_workload(admitted=True, evicted=True), 11.0)
+    # Evicted before its runtime ran out: the reservation goes, applied as the scheduler's own manager
+    # without admission, so Kueue's admission goes with it.
+    runner.on_workload(_workload(admitted=True, evicted=True), 10.1)
+    runner.on_workload(_workload(admitted=True, evicted=True), 10.15)  # the same eviction, seen again
     runner.writers.shutdown(wait=True)
-    body, subresource, manager = client.applied[-1]
-    assert (subresource, manager) == ("status", ADMISSION_MANAGER)
+    (body, subresource, manager), *again = client.applied
+    assert (subresource, manager) == ("status", ADMISSION_MANAGER) and again == []
     assert record.evictions == 1
-    # Applied by the scheduler's own manager without admission: Kueue's admission goes with it.
     assert "admission" not in body["status"] and body["metadata"]["resourceVersion"] == "7"
     said = {c["type"]: (c["status"], c["reason"]) for c in body["status"]["conditions"]}
     assert said["QuotaReserved"] == ("False", "Pending") and said["Admitted"] == ("False", "NoReservation")
     assert said["Evicted"] == ("True", "Preempted")
+
+    # Requeued and admitted again: its runtime starts again, and the first plan lapses.
+    runner.on_workload(_workload(admitted=False), 10.3)
+    runner.on_workload(_workload(admitted=True), 12.0)
+    assert record.admissions == [10.0, 12.0] and record.finish_due == 12.2
+    client.applied.clear()
+    runner._finish(key, 10.2)
+    assert client.applied == []
+    runner._finish(key, 12.2)
+    ((body, subresource, manager),) = client.applied
+    assert (subresource, manager) == ("status", "kueue-job-controller-Finished")
+    assert [(c["type"], c["status"]) for c in body["status"]["conditions"]] == [("Finished", "True")]
 
 
 def test_the_figures_are_kueues_a_never_admitted_workload_counting_zero_and_usage_integrated(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,3 +54,14 @@ def test_run_logged_raises_with_the_log_tail(tmp_path: Path) -> None:
     assert err.returncode == 3 and "it broke" in err.output_tail
     assert "do the thing" in str(err) and str(log) in str(err)
     assert "it broke" in tail(log)
+
+
+def test_a_process_says_the_cpu_and_peak_memory_it_used_and_nothing_once_gone() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "sum(range(3_000_000))"], start_new_session=True)
+    ref = ProcessRef.of(child.pid)
+    used = ref.usage()
+    assert used is not None and used[1] > 0
+    child.wait()
+    assert ref.usage() is None
+    mine = ProcessRef.of(os.getpid()).usage()
+    assert mine is not None and mine[0] > 0 and mine[1] > 10 * 2**20
