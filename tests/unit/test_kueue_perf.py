@@ -373,3 +373,23 @@ def test_calibrating_takes_one_pin_set_and_two_runs(
         "--calibrate takes one pin set (--pins new or old) and --runs 2 at least" in capsys.readouterr().err
     )
     assert cli.main([*given, "--runs", "1"]) == 1
+
+
+def test_a_finish_lost_in_a_worker_is_shown_and_planned_again_by_the_sweep(tmp_path: Path) -> None:
+    config = load_generator(_write(tmp_path, BASELINE))
+    runner = _Runner(_Applies(), config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    key = "cq/small-0-0-0"
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[key] = record
+    runner.on_workload(_workload(admitted=True), 10.0)
+
+    def lost(key: str, due: float) -> None:
+        raise ValueError("a response the runner could not read")
+
+    runner._guarded(f"finish Workload {key}", lost, key, 10.2)
+    assert runner.errors == [f"finish Workload {key}: ValueError: a response the runner could not read"]
+    runner.finish_heap.clear()
+    runner.sweep(15.0)  # 4.8 s overdue: within the grace
+    assert runner.finish_heap == [] and runner.replanned == 0
+    runner.sweep(25.0)
+    assert runner.finish_heap == [(25.0, key)] and runner.replanned == 1 and record.finish_due == 25.0
