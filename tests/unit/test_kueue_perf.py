@@ -14,7 +14,8 @@ from kbc.cli import commands as cli
 from kbc.errors import PerfConfigError
 from kbc.perf import _objects as objects
 from kbc.perf import band, compare, flag, load_generator, load_rangespec, render_comparison, summarize
-from kbc.perf._runner import ADMISSION_MANAGER, QueueRecord, RunRecord, WorkloadRecord, _Runner, percentile
+from kbc.perf._records import QueueRecord, RunRecord, WorkloadRecord, percentile
+from kbc.perf._runner import ADMISSION_MANAGER, _Runner
 
 # Kueue's configs/baseline/generator.yaml of the pinned module, as it is written there.
 BASELINE = """\
