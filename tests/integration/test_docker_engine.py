@@ -17,7 +17,9 @@ from kbc.cluster.docker import CAPABILITIES as CAPS
 from kbc.cluster.docker import KIND_SYSCTLS, DockerEngine, missing_capabilities
 from tests.integration.commands import KBC, KBC_AS_TYPED, REPO
 
-pytestmark = pytest.mark.cluster
+# It starts and stops engines of its own, changing the host sysctls and bridges the session's engine relies
+# on: never beside the tests that use that engine (tests/xdist_groups.py).
+pytestmark = [pytest.mark.cluster, pytest.mark.xdist_group("docker-engine")]
 
 BUSYBOX = Path("/bin/busybox")
 
