@@ -1,0 +1,115 @@
+"""kbc bench upgrade-load without a cluster: the live state's sizes, the tallies it waits on, the
+accounting check, and how a run is reported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kbc.cli.bench_upgrade import render, summarize
+from kbc.errors import HarnessError
+from kbc.perf import LiveSize
+from kbc.perf._live import Tally, _accounting
+
+
+def test_the_default_size_is_the_issue_s_and_splits_each_queue_in_fifths() -> None:
+    size = LiveSize()
+    assert (size.cluster_queues, size.workloads) == (100, 5000)
+    assert (size.finished, size.admitted, size.pending, size.freed) == (10, 20, 20, 5)
+    assert LiveSize(cluster_queues=4, workloads=40).freed == 1
+
+
+@pytest.mark.parametrize(
+    ("size", "words"),
+    [
+        (LiveSize(cluster_queues=10, workloads=40), "4 per ClusterQueue"),
+        (LiveSize(cluster_queues=0, workloads=40), "--cluster-queues 0"),
+        (LiveSize(cluster_queues=4, workloads=40, freed_per_queue=5), "give 1 to 4"),
+    ],
+)
+def test_a_size_with_nothing_to_hold_or_free_is_refused_saying_what_to_give(
+    size: LiveSize, words: str
+) -> None:
+    with pytest.raises(HarnessError, match=words):
+        size.check()
+
+
+def _wl(queue: str, *, reserved: bool = False, finished: bool = False, tried: bool = False) -> dict[str, Any]:
+    conditions = []
+    if reserved or tried:  # a workload Kueue tried and could not fit has QuotaReserved False
+        conditions.append({"type": "QuotaReserved", "status": "True" if reserved else "False"})
+    if finished:
+        conditions.append({"type": "Finished", "status": "True"})
+    return {"metadata": {"namespace": queue, "name": "w"}, "status": {"conditions": conditions}}
+
+
+def test_a_tally_counts_per_queue_and_says_which_queues_are_not_there_yet() -> None:
+    workloads = [
+        _wl("a", reserved=True),
+        _wl("a", reserved=True, finished=True),
+        _wl("a", tried=True),
+        _wl("b"),
+    ]
+    tally = Tally.of(workloads, ["a", "b"])
+    a, b = tally.one("a"), tally.one("b")
+    assert (a.reserved, a.finished, a.waiting) == (1, 1, 1)
+    assert (b.reserved, b.finished, b.waiting) == (0, 0, 1)
+    assert not tally.all(lambda q: q.reserved == 1)
+    assert tally.describe(lambda q: q.reserved == 1) == (
+        "1 ClusterQueues not there yet (b: 0 holding quota, 0 finished, 1 waiting)"
+    )
+
+
+def _queue(reserving: int, pending: int, cpu: str) -> dict[str, Any]:
+    usage = [{"name": "f", "resources": [{"name": "cpu", "total": cpu}]}]
+    return {
+        "status": {
+            "reservingWorkloads": reserving,
+            "admittedWorkloads": reserving,
+            "pendingWorkloads": pending,
+            "flavorsReservation": usage,
+            "flavorsUsage": usage,
+        }
+    }
+
+
+def test_accounting_agrees_where_the_status_is_what_the_workloads_hold_and_names_what_differs() -> None:
+    tally = Tally.of([_wl("q", reserved=True), _wl("q", reserved=True), _wl("q")], ["q"])
+    assert _accounting({"q": _queue(2, 1, "2")}, tally, "f") == []
+    assert _accounting({"q": _queue(2, 1, "2000m")}, tally, "f") == []
+    (wrong,) = _accounting({"q": _queue(2, 1, "3")}, tally, "f")
+    assert wrong == "ClusterQueue q reports cpu reserved 3 (its Workloads: 2), cpu used 3 (its Workloads: 2)"
+
+
+def _record(run: int, upgrade: float, findings: dict[str, list[str]]) -> dict[str, Any]:
+    return {
+        "benchmark": "upgrade-load",
+        "provider": "local",
+        "run": run,
+        "kueue_old": "v0.19.1",
+        "kueue_new": "v0.19.2",
+        "cluster_queues": 4,
+        "workloads": 40,
+        "live_state_seconds": 12.5,
+        "seconds": {"upgrade": upgrade, "pending_admitted": None},
+        "counts": {"objects": 57},
+        "findings": findings,
+        "held": not findings,
+    }
+
+
+def test_runs_are_summarized_by_median_and_a_finding_in_any_run_is_not_held() -> None:
+    records = [_record(1, 10.0, {}), _record(2, 14.0, {"lost": ["Workload/q/w-1"]}), _record(3, 12.0, {})]
+    summary = summarize(records)
+    assert summary["median_seconds"] == {"upgrade": 12.0, "pending_admitted": None}
+    assert summary["held"] is False
+    assert summary["findings"] == ["run 2: lost: ['Workload/q/w-1']"]
+
+
+def test_a_run_reads_as_its_times_then_what_it_kept_or_lost() -> None:
+    kept = render(_record(1, 10.0, {}))
+    assert "upgrade                            10.00s" in kept and "pending_admitted" in kept
+    assert "never" in kept and "kept: every object" in kept
+    lost = render(_record(1, 10.0, {"lost": ["Workload/q/w-1"]}))
+    assert "NOT KEPT, lost: 1" in lost and "Workload/q/w-1" in lost and "kept: every" not in lost
