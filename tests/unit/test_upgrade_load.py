@@ -10,7 +10,7 @@ import pytest
 from kbc.cli.bench_upgrade import render, summarize
 from kbc.errors import HarnessError
 from kbc.perf import LiveSize
-from kbc.perf._live import Tally, _accounting
+from kbc.perf._live_watch import Tally, accounting
 
 
 def test_the_default_size_is_the_issue_s_and_splits_each_queue_in_fifths() -> None:
@@ -76,9 +76,9 @@ def _queue(reserving: int, pending: int, cpu: str) -> dict[str, Any]:
 
 def test_accounting_agrees_where_the_status_is_what_the_workloads_hold_and_names_what_differs() -> None:
     tally = Tally.of([_wl("q", reserved=True), _wl("q", reserved=True), _wl("q")], ["q"])
-    assert _accounting({"q": _queue(2, 1, "2")}, tally, "f") == []
-    assert _accounting({"q": _queue(2, 1, "2000m")}, tally, "f") == []
-    (wrong,) = _accounting({"q": _queue(2, 1, "3")}, tally, "f")
+    assert accounting({"q": _queue(2, 1, "2")}, tally, "f") == []
+    assert accounting({"q": _queue(2, 1, "2000m")}, tally, "f") == []
+    (wrong,) = accounting({"q": _queue(2, 1, "3")}, tally, "f")
     assert wrong == "ClusterQueue q reports cpu reserved 3 (its Workloads: 2), cpu used 3 (its Workloads: 2)"
 
 
