@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kbc.cli import commands as cli
+from kbc.cli._args import resolved as resolve
 from kbc.cluster import options
 from kbc.cluster.options import OPTIONS, Option, OptionError
 from kbc.supply import paths
@@ -139,12 +140,12 @@ def test_kbc_cluster_up_reads_the_variables_the_readme_names(monkeypatch: pytest
         "KBC_CLUSTER_NAME": "from-env",
     }.items():
         monkeypatch.setenv(variable, value)
-    resolved = cli._resolved(cli._parser().parse_args(["cluster", "up"]))
+    resolved = resolve(cli._parser().parse_args(["cluster", "up"]))
     assert (resolved["real_nodes"], resolved["provider"], resolved["node_naming"]) == (2, "local", "kind")
     assert resolved["cluster_name"] == "from-env"
     provider = options.provider_options(resolved)
     assert provider.real_nodes.count == 2 and provider.mirrors[0].target == "127.0.0.1:5000/k8s"
-    given = cli._resolved(cli._parser().parse_args(["cluster", "up", "--name", "given", "--real-nodes", "0"]))
+    given = resolve(cli._parser().parse_args(["cluster", "up", "--name", "given", "--real-nodes", "0"]))
     assert (given["cluster_name"], given["real_nodes"]) == ("given", 0)
 
 
