@@ -55,6 +55,7 @@ from kbc.kueue import (
 from kbc.kueue.settings import DRA_QUOTA
 from kbc.kueue.topology import required, topology
 from kbc.labels import BLOCK_LABEL, DRA_DRIVER, GPU, HOSTNAME_LABEL, PRODUCT_LABEL, RACK_LABEL
+from kbc.perf import PinsComparison
 from kbc.snapshot import (
     ABSENT,
     KEPT_PROPERTY,
@@ -396,3 +397,21 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             )
         else:
             assert not errors, "error lines logged after the upgrade:\n" + "\n".join(errors[:20])
+
+
+@pytest.mark.scale
+@allure.story("Kueue's own performance test is no worse on the new pins than on the old")
+def test_kueues_performance_test_holds_from_old_pins_to_new(kueue_scale: PinsComparison) -> None:
+    """With ``--scale CONFIG``: Kueue's scheduler performance test (its generator's cohorts, queues and
+    workloads, created at its intervals and finished after their runtimes) ran on a local cluster of the
+    old pins and one of the new; every run finished, and no figure (wall time, mean time to admission per
+    class, usage per ClusterQueue class) is worse on the new pins than the band of repeated runs of the
+    same pins on this machine allows (``kbc bench kueue-perf --calibrate``; 10 % at least)."""
+    with allure.step(f"verify: {kueue_scale.headline()}"):
+        assert not kueue_scale.incomplete, "a run did not finish: " + "; ".join(kueue_scale.incomplete)
+        assert not kueue_scale.flagged, (
+            f"the new pins (Kueue {kueue_scale.new}) made {len(kueue_scale.flagged)} figure(s) of Kueue's "
+            f"performance test worse than the old (Kueue {kueue_scale.old}) by more than the band ("
+            f"{kueue_scale.band_from}):\n"
+            + "\n".join(f"  {name}: {why}" for name, why in kueue_scale.flagged.items())
+        )

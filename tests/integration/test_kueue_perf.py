@@ -5,6 +5,7 @@ runner must finish for the run to end), the figures written, and nothing left be
 from __future__ import annotations
 
 import json
+import secrets
 from pathlib import Path
 
 import pytest
@@ -117,25 +118,44 @@ def test_a_small_config_runs_through_kueue_preempting_and_finishing_and_leaves_n
     assert {name for name, _ in LocalProvider.list_clusters()} == before
 
 
-def test_old_against_new_flags_a_kueue_slowed_through_its_configuration(tmp_path: Path) -> None:
+SCALE_SCENARIO = "suites/test_upgrade.py::test_kueues_performance_test_holds_from_old_pins_to_new"
+
+
+@pytest.mark.sabotages(SCALE_SCENARIO)
+def test_the_canary_at_scale_fails_on_a_kueue_slowed_through_its_configuration(tmp_path: Path) -> None:
     # The sabotage: the new pins' Kueue may write to the API server five times a second (its client QPS
     # through the configuration seam); each admission takes writes, so every figure of time grows past
-    # any band.
-    (tmp_path / "generator.yaml").write_text(SMALL)
-    output = tmp_path / "runs.jsonl"
+    # any band. The canary runs its scale scenario only (-m "upgrade and scale": no suite, no upgrade of a
+    # cluster of its own), which runs kbc bench kueue-perf --pins both as a user would.
+    config = tmp_path / f"small-{secrets.token_hex(3)}"  # a name no calibration on this machine has
+    config.mkdir()
+    (config / "generator.yaml").write_text(SMALL)
+    reports = tmp_path / "reports"
     slowed = "kueue:clientConnection={qps: 5, burst: 5}"
+    before = {name for name, _ in LocalProvider.list_clusters()}
     done = kbc(
-        "bench", "kueue-perf", "--config", str(tmp_path), "--runs", "1", "--pins", "both",
-        "--new-pins-config", slowed, "--band", str(tmp_path / "no-calibration.json"), "--output", str(output),
+        "canary", "--scale", str(config), "--scale-new-pins-config", slowed, "--provider", "local",
+        "--cluster-name", "kbc-selftest-scale", "--components", "kueue", "-m", "upgrade and scale",
+        "--report-dir", str(reports), "-p", "no:cacheprovider",
         timeout=600,
     )  # fmt: skip
-    assert done.returncode == 1, done.stderr
-    records = [json.loads(line) for line in output.read_text().splitlines()]
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "1 failed" in output and "REGRESSION wall" in output, output
+    assert "upgrade canary: Kueue's performance test" in output, output
+    scale = json.loads((reports / "summary.json").read_text())["upgrade"]["scale"]
+    assert scale["held"] is False and "wall" in scale["flagged"], scale
+    assert "no calibration at" in scale["band_from"], scale
+    lock = load_lock()
+    kueue = lock.components["kueue"]
+    assert (scale["old"], scale["new"]) == (kueue.previous.app_version, kueue.app_version), scale
+    records = [json.loads(line) for line in Path(scale["runs_file"]).read_text().splitlines()]
     assert [r["pins"] for r in records[:2]] == ["old", "new"]
     assert records[1]["kueue_client"] == {"qps": 5, "burst": 5} and records[0]["kueue_client"]["qps"] > 5
-    result = records[-1]
-    assert "wall" in result["flagged"], result["comparison"]
-    assert "REGRESSION wall" in done.stderr and "no calibration at" in done.stderr
+    assert all(r["complete"] for r in records[:2]), records
+    summary = (reports / "summary.md").read_text()
+    assert "## Upgrade canary: Kueue's performance test" in summary and "**regression**" in summary, summary
+    assert {name for name, _ in LocalProvider.list_clusters()} == before
 
 
 def test_a_topology_config_gets_its_kwok_nodes_and_every_gang_a_topology_assignment(tmp_path: Path) -> None:

@@ -93,6 +93,40 @@ def test_kbc_canary_hands_the_options_it_does_not_know_to_pytest() -> None:
     assert ids == canary_order(collected("-m", "gang"))
 
 
+SCALE = "suites/test_upgrade.py::test_kueues_performance_test_holds_from_old_pins_to_new"
+SCALED = ("--scale", "baseline")
+
+
+def test_the_scale_scenario_runs_only_in_a_canary_given_scale() -> None:
+    assert SCALE not in collected("-m", "upgrade") and SCALE not in collected()
+    with_scale = collected("-m", "upgrade", "--scale", "baseline")
+    # First, before the canary's cluster starts: the performance runs have the machine to themselves.
+    assert with_scale[0] == SCALE and with_scale[1:] == collected("-m", "upgrade")
+    assert collected("-m", "upgrade and scale", "--scale", "baseline") == [SCALE]
+    # kbc canary --scale hands it on, with its runs and settings.
+    command = [sys.executable, "-m", "kbc.cli", "canary", "--scale", "baseline", "--scale-runs", "2"]
+    proc = subprocess.run(
+        [*command, "-m", "upgrade and scale", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0 and SCALE in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_scale_without_the_canary_is_refused_and_says_how_to_ask_for_it() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider", *SCALED],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout + proc.stderr
+    assert "add -m upgrade" in proc.stderr and "kbc canary --scale CONFIG" in proc.stderr, proc.stderr
+
+
 @pytest.mark.parametrize(
     "expression, on",
     [

@@ -4,6 +4,7 @@ runs it on one)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,17 @@ import pytest
 from kbc.cli import bench_perf
 from kbc.cli import commands as cli
 from kbc.errors import PerfConfigError
+from kbc.perf import (
+    PinsComparison,
+    band,
+    compare,
+    flag,
+    load_generator,
+    load_rangespec,
+    render_comparison,
+    summarize,
+)
 from kbc.perf import _objects as objects
-from kbc.perf import band, compare, flag, load_generator, load_rangespec, render_comparison, summarize
 from kbc.perf._records import QueueRecord, RunRecord, WorkloadRecord, percentile
 from kbc.perf._runner import ADMISSION_MANAGER, _Runner
 
@@ -325,18 +335,16 @@ def test_the_command_runs_the_pin_sets_it_is_given(tmp_path: Path, monkeypatch: 
     seen: dict[str, Any] = {}
 
     def perf(lock: Any, config: str, runs: int, **given: Any) -> dict[str, Any]:
-        seen.update(config=config, runs=runs, pins=given["pins"], force=given["force"])
+        seen.update(config=config, runs=runs, pins=given["pins"], force=given["force"], old=given["old_from"])
         return {"benchmark": "kueue-perf"}
 
     monkeypatch.setattr(bench_perf, "bench_kueue_perf", perf)
     output = str(tmp_path / "bench.jsonl")
     assert cli.main(["bench", "kueue-perf", "--runs", "2", "--output", output]) == 0
-    assert seen == {"config": "baseline", "runs": 2, "pins": "new", "force": False}
-    assert (
-        cli.main(["bench", "kueue-perf", "--config", "tas", "--pins", "both", "--force", "--output", output])
-        == 0
-    )
-    assert seen == {"config": "tas", "runs": 3, "pins": "both", "force": True}
+    assert seen == {"config": "baseline", "runs": 2, "pins": "new", "force": False, "old": "previous"}
+    both = ["bench", "kueue-perf", "--config", "tas", "--pins", "both", "--force", "--output", output]
+    assert cli.main([*both, "--upgrade-from", "git:origin/main"]) == 0
+    assert seen == {"config": "tas", "runs": 3, "pins": "both", "force": True, "old": "git:origin/main"}
 
 
 def _figures(wall: float, usage: float) -> dict[str, Any]:
@@ -362,6 +370,36 @@ def test_a_figure_worse_than_the_band_of_its_calibration_is_flagged_and_better_n
     assert flag(compare(old, [_figures(50_000, 80.0)]), calibration) == {}
     with pytest.raises(ValueError, match="two runs"):
         band(old)
+
+
+def test_the_canary_reads_old_against_new_from_the_benchs_lines_and_says_what_regressed(
+    tmp_path: Path,
+) -> None:
+    old = [_figures(100_000, 50.0)]
+    comparison = compare(old, [_figures(150_000, 50.0)])
+    flagged = flag(comparison, {})
+    result = {
+        "benchmark": "kueue-perf", "config": "baseline", "runs": 1, "pins": {"old": "v1", "new": "v2"},
+        "old_from": "previous", "incomplete": [], "medians": {}, "comparison": comparison,
+        "band_from": "no calibration", "flagged": flagged,
+    }  # fmt: skip
+    runs = tmp_path / "runs.jsonl"
+    lines = [json.dumps({"benchmark": "kueue-perf", "pins": "old", "run": 1}), json.dumps(result)]
+    found = PinsComparison.from_lines(lines, runs)
+    assert (found.old, found.new, found.held, list(found.flagged)) == ("v1", "v2", False, ["wall"])
+    assert "REGRESSED" in found.headline() and "Kueue v1 → v2" in found.headline()
+    assert any(line.startswith("REGRESSION wall: 100.0s on the old pins, 150.0s") for line in found.lines())
+    markdown = "\n".join(found.markdown())
+    assert "| wall | 100.0s | 150.0s | 1.50 | **regression** |" in markdown
+    assert "| cq usage | 50.0% | 50.0% | 1.00 |  |" in markdown and str(runs) in markdown
+    assert found.as_data()["held"] is False and found.as_data()["runs_file"] == str(runs)
+    # Nothing worse than the band and every run complete: held; a run that did not finish is not.
+    held = PinsComparison.of({**result, "comparison": compare(old, old), "flagged": {}})
+    assert held.held and "held" in held.headline()
+    unfinished = PinsComparison.of({**result, "flagged": {}, "incomplete": ["new pins, run 1: timed out"]})
+    assert not unfinished.held and "INCOMPLETE new pins, run 1: timed out" in unfinished.lines()
+    with pytest.raises(ValueError, match="no result line"):
+        PinsComparison.from_lines(lines[:1])
 
 
 def test_calibrating_takes_one_pin_set_and_two_runs(
