@@ -5,16 +5,24 @@ runner must finish for the run to end), the figures written, and nothing left be
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import signal
+import subprocess
 from pathlib import Path
 
+import polling2
 import pytest
 
+from kbc import apis
 from kbc.cli import bench_perf
+from kbc.cluster.providers import Cluster
 from kbc.cluster.providers.local import LocalProvider
+from kbc.kube import Kube
 from kbc.perf import load_generator
+from kbc.process import command_lines
 from kbc.supply.lock import load_lock
-from tests.integration.commands import kbc
+from tests.integration.commands import KBC, REPO, kbc
 
 pytestmark = pytest.mark.cluster
 
@@ -118,6 +126,52 @@ def test_a_small_config_runs_through_kueue_preempting_and_finishing_and_leaves_n
     assert {name for name, _ in LocalProvider.list_clusters()} == before
 
 
+# Two workloads that run for 90 s: a run still going when the runner's first progress line comes (15 s).
+LONG = """\
+cohorts:
+  - className: cohort
+    count: 1
+    queuesSets:
+    - className: cq
+      count: 1
+      nominalQuota: 2
+      workloadsSets:
+      - count: 2
+        creationIntervalMs: 100
+        workloads:
+        - {className: long, runtimeMs: 90000, priority: 50, request: 1}
+"""
+
+
+def test_a_run_cancelled_with_sigterm_removes_its_cluster_and_stops_everything(tmp_path: Path) -> None:
+    # A CI cancellation sends SIGTERM: the bench unwinds as on Ctrl-C, and its cluster goes with it.
+    (tmp_path / "generator.yaml").write_text(LONG)
+    before = {name for name, _ in LocalProvider.list_clusters()}
+    log = tmp_path / "bench.log"
+    with log.open("wb") as out:
+        bench = subprocess.Popen(
+            [*KBC, "bench", "kueue-perf", "--config", str(tmp_path), "--runs", "1", "--output",
+             str(tmp_path / "runs.jsonl")],
+            cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            started = polling2.poll(
+                lambda: [n for n, _ in LocalProvider.list_clusters() if n not in before and "created of" in
+                         log.read_text(errors="replace")],
+                step=0.5, timeout=240,
+            )  # fmt: skip
+            bench.send_signal(signal.SIGTERM)
+            returncode = bench.wait(timeout=120)
+        finally:
+            if bench.poll() is None:
+                os.killpg(bench.pid, signal.SIGKILL)
+    said = log.read_text(errors="replace")
+    assert returncode == 130 and "kbc: interrupted" in said, said[-3000:]
+    assert {name for name, _ in LocalProvider.list_clusters()} == before, said[-3000:]
+    (name,) = started
+    assert not [cmd for _, cmd in command_lines() if name in cmd], f"processes of {name} left running"
+
+
 SCALE_SCENARIO = "suites/test_upgrade.py::test_kueues_performance_test_holds_from_old_pins_to_new"
 
 
@@ -156,6 +210,49 @@ def test_the_canary_at_scale_fails_on_a_kueue_slowed_through_its_configuration(t
     summary = (reports / "summary.md").read_text()
     assert "## Upgrade canary: Kueue's performance test" in summary and "**regression**" in summary, summary
     assert {name for name, _ in LocalProvider.list_clusters()} == before
+
+
+def test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_what_was_there(
+    tmp_path: Path, kube: Kube, cluster: Cluster
+) -> None:
+    # The session's cluster stands in for a team's staging cluster: opted in to by its context, its own
+    # Kueue measured as it runs, nothing installed, the run's objects removed after it.
+    (tmp_path / "generator.yaml").write_text(SMALL)
+    context = f"kbc-{cluster.name}"
+    given = ["--provider", "existing", "--kubeconfig", str(cluster.kubeconfig), "--config", str(tmp_path)]
+    names = {ns["metadata"]["name"] for ns in kube.list(apis.NAMESPACE)}
+    queues = {cq["metadata"]["name"] for cq in kube.list(apis.CLUSTER_QUEUE)}
+
+    refused = kbc("bench", "kueue-perf", *given, "--runs", "1")
+    assert refused.returncode == 1 and f"--allow-context {context}" in refused.stderr, refused.stderr
+    # A ClusterQueue of the cluster's in a cohort the config makes would lend to the run's: refused
+    # before anything is made.
+    theirs = kube.create(
+        apis.CLUSTER_QUEUE.manifest("team-cq", spec={"cohortName": "cohort-0", "resourceGroups": []})
+    )
+    try:
+        met = kbc("bench", "kueue-perf", *given, "--allow-context", context, "--runs", "1")
+    finally:
+        kube.delete(apis.CLUSTER_QUEUE, theirs["metadata"]["name"])
+    assert met.returncode == 1, met.stderr
+    assert "ClusterQueue team-cq (in cohort cohort-0)" in met.stderr, met.stderr
+    assert {ns["metadata"]["name"] for ns in kube.list(apis.NAMESPACE)} == names
+
+    output = tmp_path / "runs.jsonl"
+    done = kbc(
+        "bench", "kueue-perf", *given, "--allow-context", context, "--runs", "1", "--output", str(output),
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    record = json.loads(output.read_text().splitlines()[0])
+    assert record["complete"] is True and record["left_behind"] == [], done.stderr
+    assert record["cluster"] == f"existing context {context}" and record["nodes_made"] == 0
+    for name, counts in record["workload_classes"].items():
+        assert counts["admitted"] == counts["finished"] == counts["workloads"], (name, counts)
+    assert set(record["processes"]) == {bench_perf.RUNNER}, record["processes"]
+    assert {ns["metadata"]["name"] for ns in kube.list(apis.NAMESPACE)} == names
+    assert {cq["metadata"]["name"] for cq in kube.list(apis.CLUSTER_QUEUE)} == queues
+    assert kube.list(apis.NODE), "the existing provider never removes the cluster"
 
 
 def test_a_topology_config_gets_its_kwok_nodes_and_every_gang_a_topology_assignment(tmp_path: Path) -> None:

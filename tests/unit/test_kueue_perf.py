@@ -14,6 +14,7 @@ from kbc.cli import bench_perf
 from kbc.cli import commands as cli
 from kbc.errors import PerfConfigError
 from kbc.perf import (
+    Footprint,
     PinsComparison,
     band,
     compare,
@@ -191,6 +192,25 @@ resourceFlavor: {name: tas-flavor, nodeLabel: tas-node-group, topologyName: dc}
     pod_set = objects.workload(queue, small, "small-0-0-0")["spec"]["podSets"][0]
     assert pod_set["count"] == 2
     assert pod_set["topologyRequest"] == {"podSetSliceRequiredTopology": "r", "podSetSliceSize": 1}
+
+
+def test_on_an_existing_cluster_a_run_knows_its_objects_by_name_and_refuses_what_it_cannot_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = load_generator(_write(tmp_path, BASELINE))
+    footprint = Footprint.of(config)
+    assert len(footprint.cluster_queues) == len(footprint.namespaces) == config.cluster_queues == 30
+    assert footprint.cohorts == tuple(f"cohort-{i}" for i in range(5)) and footprint.flavor == "rf"
+    # Refused before any cluster is reached (there is none here): another pin set, Kueue reconfigured,
+    # the kind provider.
+    given = ["bench", "kueue-perf", "--config", str(tmp_path), "--output", str(tmp_path / "o")]
+    existing = [*given, "--provider", "existing", "--allow-context", "staging"]
+    assert cli.main([*existing, "--pins", "both"]) == 1
+    assert "--provider existing measures the Kueue the cluster runs" in capsys.readouterr().err
+    assert cli.main([*existing, "--new-pins-config", "kueue:clientConnection.qps=5"]) == 1
+    assert "does not do on a cluster it did not create" in capsys.readouterr().err
+    assert cli.main([*given, "--provider", "kind"]) == 1
+    assert "runs on --provider local or existing, not kind" in capsys.readouterr().err
 
 
 class _Applies:
