@@ -19,6 +19,9 @@ the pending gang is admitted once the borrower's capacity frees, the pending Vol
 gang runs once the running one ends, a new Job on an old LocalQueue is admitted, and no
 component or control-plane log got an error line about conversion, decoding or
 certificates after the upgrade.
+
+With ``--scale CONFIG`` the canary also compares Kueue's own performance test on the old pins and the
+new (``test_kueues_performance_test_holds_from_old_pins_to_new``, run first, on clusters of its own).
 """
 
 from __future__ import annotations
