@@ -21,15 +21,21 @@ REPO = Path(__file__).resolve().parents[2]
 CANARY = "suites/test_upgrade.py::test_an_upgrade_keeps_every_queue_quota_and_running_workload"
 
 
-def collected(*args: str) -> list[str]:
-    """The node ids ``pytest suites --collect-only`` selects with *args*."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+def collect_only(*command: str) -> subprocess.CompletedProcess[str]:
+    """``python -m *command* --collect-only -q`` (``pytest suites ...``, ``kbc.cli canary ...``) in the
+    repository; the caller checks the exit code."""
+    return subprocess.run(
+        [sys.executable, "-m", *command, "--collect-only", "-q", "-p", "no:cacheprovider"],
         cwd=REPO,
         capture_output=True,
         text=True,
         check=False,
     )
+
+
+def collected(*args: str) -> list[str]:
+    """The node ids ``pytest suites --collect-only`` selects with *args*."""
+    proc = collect_only("pytest", "suites", *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return [line for line in proc.stdout.splitlines() if "::" in line]
 
@@ -80,13 +86,8 @@ def test_a_capability_selection_keeps_the_upgrade_between_the_two_runs() -> None
 
 def test_kbc_canary_hands_the_options_it_does_not_know_to_pytest() -> None:
     """``kbc canary --from previous --provider local -m 'upgrade and gang'``, as the README shows it."""
-    command = [sys.executable, "-m", "kbc.cli", "canary", "--from", "previous", "--provider", "local"]
-    proc = subprocess.run(
-        [*command, "-m", "upgrade and gang", "--collect-only", "-q", "-p", "no:cacheprovider"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
+    proc = collect_only(
+        "kbc.cli", "canary", "--from", "previous", "--provider", "local", "-m", "upgrade and gang"
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     ids = [line for line in proc.stdout.splitlines() if "::" in line]
@@ -104,25 +105,14 @@ def test_the_scale_scenario_runs_only_in_a_canary_given_scale() -> None:
     assert with_scale[0] == SCALE and with_scale[1:] == collected("-m", "upgrade")
     assert collected("-m", "upgrade and scale", "--scale", "baseline") == [SCALE]
     # kbc canary --scale hands it on, with its runs and settings.
-    command = [sys.executable, "-m", "kbc.cli", "canary", "--scale", "baseline", "--scale-runs", "2"]
-    proc = subprocess.run(
-        [*command, "-m", "upgrade and scale", "--collect-only", "-q", "-p", "no:cacheprovider"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
+    proc = collect_only(
+        "kbc.cli", "canary", "--scale", "baseline", "--scale-runs", "2", "-m", "upgrade and scale"
     )
     assert proc.returncode == 0 and SCALE in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_scale_without_the_canary_is_refused_and_says_how_to_ask_for_it() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "suites", "--collect-only", "-q", "-p", "no:cacheprovider", *SCALED],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    proc = collect_only("pytest", "suites", *SCALED)
     assert proc.returncode == pytest.ExitCode.USAGE_ERROR, proc.stdout + proc.stderr
     assert "add -m upgrade" in proc.stderr and "kbc canary --scale CONFIG" in proc.stderr, proc.stderr
 
