@@ -26,7 +26,7 @@ from kbc.perf import (
 )
 from kbc.perf import _objects as objects
 from kbc.perf._records import QueueRecord, RunRecord, WorkloadRecord, percentile
-from kbc.perf._runner import ADMISSION_MANAGER, _Runner
+from kbc.perf._runner import ADMISSION_MANAGER, _Runner, _unfinished
 
 # Kueue's configs/baseline/generator.yaml of the pinned module, as it is written there.
 BASELINE = """\
@@ -452,3 +452,51 @@ def test_a_finish_lost_in_a_worker_is_shown_and_planned_again_by_the_sweep(tmp_p
     assert runner.finish_heap == [] and runner.replanned == 0
     runner.sweep(25.0)
     assert runner.finish_heap == [(25.0, key)] and runner.replanned == 1 and record.finish_due == 25.0
+
+
+def test_the_sweep_never_replaces_a_plan_a_writer_holds_and_waits_longer_for_an_accepted_finish(
+    tmp_path: Path,
+) -> None:
+    """Under a backlog of writes longer than the grace, replacing queued plans made every one of them stale
+    before it ran (2,649 finishes planned again in a baseline run, some never applied)."""
+    config = load_generator(_write(tmp_path, BASELINE))
+    client = _Applies()
+    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    key = "cq/small-0-0-0"
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[key] = record
+    runner.on_workload(_workload(admitted=True), 10.0)
+    record.finishing = 10.2  # popped and queued behind other writes
+    runner.finish_heap.clear()
+    runner.sweep(60.0)
+    assert runner.finish_heap == [] and runner.replanned == 0 and record.finish_due == 10.2
+
+    # The queued write runs at last: applied, and the writer lets go of the plan.
+    runner._finish(key, 10.2)
+    assert [manager for _, _, manager in client.applied] == ["kueue-job-controller-Finished"]
+    applied = record.finish_applied
+    assert applied is not None and not _writer_holds(record)
+    runner.sweep(applied + 20.0)  # the watch has not shown it yet: within the grace of an accepted finish
+    assert runner.finish_heap == [] and runner.replanned == 0
+    runner.sweep(applied + 31.0)
+    assert runner.finish_heap == [(applied + 31.0, key)] and runner.replanned == 1
+
+
+def test_an_incomplete_run_names_the_workloads_admitted_and_never_finished(tmp_path: Path) -> None:
+    config = load_generator(_write(tmp_path, BASELINE))
+    runner = _Runner(_Applies(), config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    key = "cq/small-0-0-0"
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[key] = record
+    runner.workloads["cq/never"] = WorkloadRecord("cq", "never", "small", 200, due=0.0, created=1.0)
+    runner.on_workload(_workload(admitted=True), 10.0)
+    record.finishing = record.finish_due
+    (said,) = _unfinished(runner, 0.0, 40.0)
+    assert said == (
+        "cq/small-0-0-0: admitted at 10.0s; finish due at 10.2s, held by a writer, accepted by the API "
+        "server at never; last seen [QuotaReserved=True, Admitted=True]; the run ended at 40.0s"
+    )
+
+
+def _writer_holds(record: WorkloadRecord) -> bool:
+    return record.finishing is not None
