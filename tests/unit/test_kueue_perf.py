@@ -218,10 +218,14 @@ class _Applies:
 
     def __init__(self) -> None:
         self.applied: list[tuple[dict[str, Any], str | None, str]] = []
+        self.listed: list[dict[str, Any]] = []
 
     def apply(self, obj: dict[str, Any], *, subresource: str | None = None, field_manager: str = "") -> Any:
         self.applied.append((obj, subresource, field_manager))
         return obj
+
+    def list_at(self, kind: Any, *, labels: Any = None) -> tuple[list[dict[str, Any]], str]:
+        return self.listed, "1"
 
 
 def _workload(admitted: bool, evicted: bool = False) -> dict[str, Any]:
@@ -500,3 +504,25 @@ def test_an_incomplete_run_names_the_workloads_admitted_and_never_finished(tmp_p
 
 def _writer_holds(record: WorkloadRecord) -> bool:
     return record.finishing is not None
+
+
+def test_a_stalled_run_lists_the_workloads_and_plans_what_its_watch_missed(tmp_path: Path) -> None:
+    """Once generation is done, nothing has finished for RESYNC_AFTER seconds and workloads are left, the
+    runner lists them: an admission its watch never delivered is planned and counted, not waited on."""
+    config = load_generator(_write(tmp_path, BASELINE))
+    client = _Applies()
+    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    key = "cq/small-0-0-0"
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[key] = record
+    runner.unfinished = 1
+    client.listed = [_workload(admitted=True)]
+    runner.last_finish = 100.0
+    runner.resync(120.0)  # generation still running: the watch has time
+    runner.generation_done.set()
+    runner.resync(120.0)  # 20 s without a finish: not stalled yet
+    assert (record.finish_due, runner.watch_missed) == (None, 0)
+    runner.resync(131.0)
+    assert record.admissions == [131.0] and record.finish_due == 131.2 and runner.watch_missed == 1
+    runner.resync(170.0)  # the same admission listed again is no news
+    assert runner.watch_missed == 1 and record.admissions == [131.0]
