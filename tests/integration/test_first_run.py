@@ -143,7 +143,13 @@ def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def runner_env(docker_env: dict[str, str], upstream: Upstream, summary: Path) -> dict[str, str]:
     """A runner's environment: none of this session's KBC_ settings or virtualenv."""
-    env = {k: v for k, v in docker_env.items() if not k.startswith("KBC_") and k != "VIRTUAL_ENV"}
+    # Nor the make that runs these tests: its MAKEFLAGS hand its command line (`make test PYTEST_ARGS=...`)
+    # to the job's `make conformance`, whose own PYTEST_ARGS it would override.
+    env = {
+        k: v
+        for k, v in docker_env.items()
+        if not k.startswith("KBC_") and k not in ("VIRTUAL_ENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    }
     env.update(
         {
             "GITHUB_ACTIONS": "true",
