@@ -48,10 +48,11 @@ typecheck: .venv/.synced
 # names kind gives its workers: a scenario that depends on node names fails here. The cluster also has
 # one real node (kubelet + containerd on this host), where the real-node suite's pods really run.
 # --durations lists the slowest tests: where make test's time goes (docs/performance.md).
-# TEST_WORKERS=2 runs the tests on two pytest-xdist workers, tests that share a cluster, the Docker engine
-# or a module fixture in one worker (tests/xdist_groups.py). Not the default yet: in its first run, cold and
-# beside other load, two tests timed out (docs/contributing.md#two-workers); 0 is one test at a time.
-TEST_WORKERS ?= 0
+# The tests run on two pytest-xdist workers: most of their time is waiting on clusters. Tests that share a
+# cluster of the session (one group per profile), the Docker engine or a module go to one worker together,
+# the longest group first (tests/xdist_groups.py, docs/contributing.md#two-workers); TEST_WORKERS=0 runs
+# one test at a time.
+TEST_WORKERS ?= 2
 test: lint typecheck toolchain browser node-deps
 	$(RUN) pytest tests suites --cluster-name kbc-selftest --node-naming kind --real-nodes 1 --durations=30 \
 		-n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)

@@ -12,9 +12,13 @@ from kbc.supply.lock import default_lock_path
 from tests import xdist_groups
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    # First: the cluster plugin reads the cluster name in its own pytest_configure.
     xdist_groups.check_distribution(config)
     xdist_groups.configure_controller(config)
+    xdist_groups.worker_cluster_name(config)
+    xdist_groups.record_durations(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,11 +1,16 @@
-"""make test's worker groups: tests that share the session's cluster, the Docker engine or a module fixture
-are scheduled as one unit by pytest-xdist, whatever file they are in; the rest go anywhere."""
+"""make test's worker groups: tests that share a cluster of the session (one group per profile), the Docker
+engine or a module fixture are scheduled as one unit by pytest-xdist, whatever file they are in; the other
+tests of a module go together; the longest group left is handed out first."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from tests import xdist_groups
 
 pytest_plugins = ["pytester"]
 
@@ -20,8 +25,8 @@ from tests.conftest import (
 )
 
 @pytest.fixture(scope="session")
-def cluster():
-    return "the session's cluster"
+def cluster(request):
+    return getattr(request, "param", "the session's cluster")
 
 @pytest.fixture
 def kube(cluster):
@@ -77,9 +82,29 @@ def test_two(registry): pass
     "test_suite.py": "\n".join(
         [*(f"def test_free_{i}(): pass" for i in range(8)), "def test_scenario(kube): pass"]
     ),
+    "test_profiles.py": """
+import pytest
+from kbc.kueue.settings import FAIR_SHARING
+from kbc.plugins.cluster import Profile
+FAIR = pytest.mark.parametrize("cluster", [Profile((FAIR_SHARING,))], indirect=True, ids=["fair"])
+@FAIR
+def test_on_a_profile(cluster): pass
+def test_on_the_default(cluster): pass
+@FAIR
+def test_on_the_same_profile(kube): pass
+""",
 }
 GROUPS = {
-    "session-cluster": {"test_scenarios.py::test_takes_kube", "test_suite.py::test_scenario"},
+    "session-cluster:default": {
+        "test_scenarios.py::test_takes_kube",
+        "test_suite.py::test_scenario",
+        "test_profiles.py::test_on_the_default",
+    },
+    # Another profile's cluster: a group of its own, which may run in the other worker.
+    "session-cluster:kueue-fair-sharing": {
+        "test_profiles.py::test_on_a_profile[fair]",
+        "test_profiles.py::test_on_the_same_profile[fair]",
+    },
     "docker-engine": {
         "test_engine.py::test_starts_an_engine_of_its_own",
         "test_engine.py::test_stops_it",
@@ -87,13 +112,20 @@ GROUPS = {
         # A module fixture's users go with the most binding group among them, so it is made once.
         "test_kind.py::test_uses_the_registry_only",
     },
-    "test_registry.py": {"test_registry.py::test_one", "test_registry.py::test_two"},
+    # A module's other tests go together: they may share names of their own.
+    "test_registry.py": {
+        "test_registry.py::test_one",
+        "test_registry.py::test_two",
+        "test_registry.py::test_free_c",
+    },
+    "test_kind.py": {"test_kind.py::test_free_a", "test_kind.py::test_free_b"},
 }
 
 
 @pytest.fixture
 def tree(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("KBC_CACHE_DIR", str(pytester.path / "cache"))
     monkeypatch.setenv("RAN", str(pytester.path / "ran.txt"))
     pytester.makeconftest(CONFTEST)
     for name, text in TESTS.items():
@@ -101,22 +133,66 @@ def tree(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.P
     return pytester
 
 
-def test_the_workers_find_the_groups_and_each_group_runs_in_one_worker(tree: pytest.Pytester) -> None:
+def test_the_workers_find_the_groups_each_runs_in_one_worker_and_the_longest_go_first(
+    tree: pytest.Pytester,
+) -> None:
     collected = tree.runpytest_subprocess("--collect-only", "-q", "-p", "no:cacheprovider")
     items = [line for line in collected.outlines if "::" in line]
     result = tree.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=len(items))
-    ran: dict[str, str] = {}
-    for line in (tree.path / "ran.txt").read_text().splitlines():
-        worker, nodeid = line.split()
-        ran[nodeid] = worker
+    ran = _ran(tree)
     assert set(ran) == set(items)
     for group, members in GROUPS.items():
-        assert len({ran[nodeid] for nodeid in members}) == 1, f"{group} split: {ran}"
-    assert set(ran.values()) == {"gw0", "gw1"}, "both workers ran tests"
+        assert len({ran[nodeid][0] for nodeid in members}) == 1, f"{group} split: {ran}"
+    assert {worker for worker, _ in ran.values()} == {"gw0", "gw1"}, "both workers ran tests"
+
+    durations = tree.path / "cache" / "make-test-durations.json"
+    recorded = json.loads(durations.read_text())
+    assert set(recorded) == set(items) and all(seconds > 0 for seconds in recorded.values()), recorded
+    # As if the registry's module and the engine's tests had taken longest last time: each worker starts
+    # with one of them.
+    recorded.update({"test_registry.py::test_one": 50.0, "test_engine.py::test_stops_it": 40.0})
+    durations.write_text(json.dumps(recorded))
+    (tree.path / "ran.txt").unlink()
+    again = tree.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "no:cacheprovider")
+    again.assert_outcomes(passed=len(items))
+    first = {worker: min(nodes)[1] for worker, nodes in _by_worker(_ran(tree)).items()}
+    assert sorted(first.values()) == ["test_engine.py", "test_registry.py"], first
+
+
+def _ran(tree: pytest.Pytester) -> dict[str, tuple[str, int]]:
+    """Each test's worker and the place it ran at in that worker's order."""
+    ran: dict[str, tuple[str, int]] = {}
+    for index, line in enumerate((tree.path / "ran.txt").read_text().splitlines()):
+        worker, nodeid = line.split()
+        ran[nodeid] = (worker, index)
+    return ran
+
+
+def _by_worker(ran: dict[str, tuple[str, int]]) -> dict[str, list[tuple[int, str]]]:
+    found: dict[str, list[tuple[int, str]]] = {}
+    for nodeid, (worker, index) in ran.items():
+        found.setdefault(worker, []).append((index, nodeid.split("::")[0]))
+    return found
 
 
 def test_a_distribution_that_splits_groups_is_refused(tree: pytest.Pytester) -> None:
     result = tree.runpytest_subprocess("-n", "2", "--dist", "load", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--dist load would split across workers*--dist loadgroup*"])
+
+
+def test_a_second_worker_names_its_clusters_apart_from_the_first() -> None:
+    def config(worker: str | None) -> SimpleNamespace:
+        made = SimpleNamespace(option=SimpleNamespace(cluster_name="kbc-selftest"))
+        made.getoption = lambda dest: getattr(made.option, dest)
+        if worker is not None:
+            made.workerinput = {"workerid": worker}
+        return made
+
+    named = {}
+    for worker in (None, "gw0", "gw1"):
+        made = config(worker)
+        xdist_groups.worker_cluster_name(made)  # type: ignore[arg-type]
+        named[worker] = made.option.cluster_name
+    assert named == {None: "kbc-selftest", "gw0": "kbc-selftest", "gw1": "kbc-selftest-gw1"}
