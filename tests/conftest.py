@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -12,33 +11,8 @@ from kbc.supply.lock import default_lock_path
 from tests import xdist_groups
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    # First: the cluster plugin reads the cluster name in its own pytest_configure.
-    xdist_groups.check_distribution(config)
-    xdist_groups.configure_controller(config)
-    xdist_groups.worker_cluster_name(config)
-    xdist_groups.record_durations(config)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    xdist_groups.unconfigure(config)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Last, once every plugin has chosen and ordered the items.
-    xdist_groups.write_groups(config, items)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node: Any) -> None:
-    xdist_groups.configure_node(node.config, node.workerinput)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    return xdist_groups.make_scheduler(config, log)
+def pytest_kbc_worker_group(item: pytest.Item) -> str | None:
+    return xdist_groups.group_of(item)
 
 
 @pytest.fixture

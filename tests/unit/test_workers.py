@@ -1,16 +1,14 @@
-"""make test's worker groups: tests that share a cluster of the session (one group per profile), the Docker
-engine or a module fixture are scheduled as one unit by pytest-xdist, whatever file they are in; the other
-tests of a module go together; the longest group left is handed out first."""
+"""Scenarios side by side (kbc.plugins.workers): tests that share a cluster of the session (one group per
+profile), a plugin's group (make test's Docker engine) or a module fixture are scheduled as one unit by
+pytest-xdist, whatever file they are in; the other tests of a module go together; the longest group left is
+handed out first; a second worker names its clusters apart; the canary and kbc verify refuse workers."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-
-from tests import xdist_groups
 
 pytest_plugins = ["pytester"]
 
@@ -19,10 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 CONFTEST = """
 import os
 import pytest
-from tests.conftest import (
-    pytest_configure, pytest_unconfigure, pytest_collection_modifyitems, pytest_configure_node,
-    pytest_xdist_make_scheduler,
-)
+from tests.conftest import pytest_kbc_worker_group
+
+pytest_plugins = ["kbc.plugin"]
 
 @pytest.fixture(scope="session")
 def cluster(request):
@@ -42,7 +39,7 @@ def worker(request):
     import time
     time.sleep(0.05)
     with open(os.environ["RAN"], "a") as out:
-        out.write(f"{os.environ['PYTEST_XDIST_WORKER']} {request.node.nodeid}\\n")
+        out.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'none')} {request.node.nodeid}\\n")
 """
 
 # Three grouped sets spread over files and interleaved with tests in no group: xdist's plain load
@@ -95,13 +92,13 @@ def test_on_the_same_profile(kube): pass
 """,
 }
 GROUPS = {
-    "session-cluster:default": {
+    "cluster:default": {
         "test_scenarios.py::test_takes_kube",
         "test_suite.py::test_scenario",
         "test_profiles.py::test_on_the_default",
     },
     # Another profile's cluster: a group of its own, which may run in the other worker.
-    "session-cluster:kueue-fair-sharing": {
+    "cluster:kueue-fair-sharing": {
         "test_profiles.py::test_on_a_profile[fair]",
         "test_profiles.py::test_on_the_same_profile[fair]",
     },
@@ -128,6 +125,9 @@ def tree(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.P
     monkeypatch.setenv("KBC_CACHE_DIR", str(pytester.path / "cache"))
     monkeypatch.setenv("RAN", str(pytester.path / "ran.txt"))
     pytester.makeconftest(CONFTEST)
+    # The existing provider: the one the harness never starts a cluster for (on the local one the plugin would
+    # start the next profile's cluster beside the last test of the one before, for real).
+    pytester.makeini("[pytest]\naddopts = --provider existing\n")
     for name, text in TESTS.items():
         pytester.makepyfile(**{name.removesuffix(".py"): text})
     return pytester
@@ -146,7 +146,7 @@ def test_the_workers_find_the_groups_each_runs_in_one_worker_and_the_longest_go_
         assert len({ran[nodeid][0] for nodeid in members}) == 1, f"{group} split: {ran}"
     assert {worker for worker, _ in ran.values()} == {"gw0", "gw1"}, "both workers ran tests"
 
-    durations = tree.path / "cache" / "make-test-durations.json"
+    durations = tree.path / "cache" / "test-durations.json"
     recorded = json.loads(durations.read_text())
     assert set(recorded) == set(items) and all(seconds > 0 for seconds in recorded.values()), recorded
     # As if the registry's module and the engine's tests had taken longest last time: each worker starts
@@ -176,23 +176,40 @@ def _by_worker(ran: dict[str, tuple[str, int]]) -> dict[str, list[tuple[int, str
     return found
 
 
-def test_a_distribution_that_splits_groups_is_refused(tree: pytest.Pytester) -> None:
-    result = tree.runpytest_subprocess("-n", "2", "--dist", "load", "-p", "no:cacheprovider")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--dist load would split across workers*--dist loadgroup*"])
+def test_a_second_worker_names_its_clusters_apart_from_the_first(tree: pytest.Pytester) -> None:
+    # Two modules, two units: each worker is handed one first.
+    said = """
+import os
+def test_name(pytestconfig):
+    with open(os.environ["RAN"] + ".names", "a") as out:
+        out.write(f"{os.environ['PYTEST_XDIST_WORKER']} {pytestconfig.option.cluster_name}\\n")
+"""
+    tree.makepyfile(test_names_a=said, test_names_b=said)
+    result = tree.runpytest_subprocess(
+        "-n", "2", "--dist", "loadgroup", "--cluster-name", "kbc-selftest", "-p", "no:cacheprovider",
+        "test_names_a.py", "test_names_b.py",
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    names = dict(line.split() for line in (tree.path / "ran.txt.names").read_text().splitlines())
+    assert names == {"gw0": "kbc-selftest", "gw1": "kbc-selftest-gw1"}, names
 
 
-def test_a_second_worker_names_its_clusters_apart_from_the_first() -> None:
-    def config(worker: str | None) -> SimpleNamespace:
-        made = SimpleNamespace(option=SimpleNamespace(cluster_name="kbc-selftest"))
-        made.getoption = lambda dest: getattr(made.option, dest)
-        if worker is not None:
-            made.workerinput = {"workerid": worker}
-        return made
+def test_auto_is_two_workers_on_the_local_provider_and_none_elsewhere(tree: pytest.Pytester) -> None:
+    for provider, expected in (("local", "2 workers [2 items]"), ("existing", "collected 2 items")):
+        result = tree.runpytest_subprocess(
+            "-n", "auto", "--dist", "loadgroup", "--provider", provider, "-p", "no:cacheprovider",
+            "test_engine.py",
+        )  # fmt: skip
+        result.assert_outcomes(passed=2)
+        result.stdout.fnmatch_lines([expected])
 
-    named = {}
-    for worker in (None, "gw0", "gw1"):
-        made = config(worker)
-        xdist_groups.worker_cluster_name(made)  # type: ignore[arg-type]
-        named[worker] = made.option.cluster_name
-    assert named == {None: "kbc-selftest", "gw0": "kbc-selftest", "gw1": "kbc-selftest-gw1"}
+
+def test_a_split_distribution_the_canary_and_kbc_verify_refuse_workers(tree: pytest.Pytester) -> None:
+    for given, words in (
+        (["--dist", "load"], "--dist load would split tests that share a cluster across workers"),
+        (["--dist", "loadgroup", "-m", "upgrade"], "the canary starts its clusters from the old pins"),
+        (["--dist", "loadgroup", "--platform", str(tree.path)], "kbc verify proves one twin"),
+    ):
+        result = tree.runpytest_subprocess("-n", "2", *given, "-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+        assert words in result.stderr.str(), result.stderr.str()
