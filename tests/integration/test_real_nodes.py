@@ -7,6 +7,7 @@ bridge, cgroup, shim socket directory, CNI cache entry or directory of the node 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -213,6 +214,31 @@ def test_a_real_node_that_fails_to_start_on_a_running_cluster_is_removed_and_the
     down = kbc("cluster", "down", "--name", name)
     assert down.returncode == 0, down.stderr
     assert_host_as_it_was([kept])
+
+
+def test_the_remains_of_a_run_killed_outright_are_removed_by_the_next_up(cleanup_names: list[str]) -> None:
+    """SIGKILL to every process of a cluster (a machine restart, a CI job's time limit) leaves its state,
+    its real node's bridge and mounts: the next `kbc cluster up` of that name removes them and starts
+    afresh, where its pre-flight used to refuse the cluster's own bridge as another's."""
+    name = unique_name("realkill")
+    cleanup_names.append(name)
+    up = up_real(name, 1)
+    assert up.returncode == 0, up.stderr
+    (record,) = real_node_records(name)
+    state = json.loads((paths.clusters_dir() / name / "state.json").read_text())
+    for process in state["components"].values():
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process["pid"], signal.SIGKILL)
+    assert Path(f"/sys/class/net/{record.bridge}").exists(), "the killed node's bridge is what is tested"
+    again = up_real(name, 1)
+    assert again.returncode == 0, again.stderr
+    assert f"cluster {name}: removing the remains of an earlier run" in again.stderr, again.stderr
+    kubeconfig = Path(again.stdout.strip().splitlines()[-1].removeprefix("KUBECONFIG="))
+    with connect(kubeconfig) as kube:
+        assert is_true(kube.get(apis.NODE, record.name), "Ready")
+    down = kbc("cluster", "down", "--name", name)
+    assert down.returncode == 0, down.stderr
+    assert_host_as_it_was([record])
 
 
 def test_sigint_while_the_real_node_starts_leaves_nothing(cleanup_names: list[str]) -> None:
