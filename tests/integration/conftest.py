@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -11,6 +12,7 @@ from kbc.cluster.docker import DockerEngine
 from kbc.cluster.providers.local import LocalProvider
 from kbc.supply import paths
 from kbc.supply.lock import load_lock
+from tests.integration.commands import KBC, REPO
 
 
 @pytest.fixture
@@ -36,9 +38,29 @@ def docker_env() -> Iterator[dict[str, str]]:
     started = not engine.running()
     if started:
         engine.up()
+        _remove_killed_runs_kind_clusters(engine.env())
     try:
         yield engine.env()
     finally:
         if started:
             left = engine.down()
             assert not left, f"the engine left {left.describe()}"
+
+
+def _remove_killed_runs_kind_clusters(env: dict[str, str]) -> None:
+    """Remove the kind clusters of these tests' own names that an earlier ``make test`` killed outright (a
+    CI time limit, a reboot) left: the engine, started again, brings their nodes back half-way, and a test
+    would reuse one where it proves a cluster made from nothing. Only when this session started the engine:
+    then no run of these tests can be using it."""
+    for directory in sorted(paths.clusters_dir().glob("kind-kbc-selftest*")):
+        name = directory.name.removeprefix("kind-")
+        down = subprocess.run(
+            [*KBC, "cluster", "down", "--provider", "kind", "--cluster-name", name],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        assert down.returncode == 0, f"removing {name}, left by an earlier run: {down.stderr}"
