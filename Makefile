@@ -82,11 +82,15 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
 	fi
 
+# WORKERS=auto runs each cluster configuration's scenarios side by side with the others' on two workers on the
+# local provider, in one process elsewhere (a kind cluster's start takes a small machine's cores); 0: one
+# process everywhere (kbc.plugins.workers, docs/reading-results.md).
+WORKERS ?= auto
 conformance: .venv/.synced
 	$(RUN) kbc toolchain
 	mkdir -p reports
-	$(RUN) pytest suites --provider $(PROVIDER) --alluredir allure-results --clean-alluredir \
-		--junitxml reports/junit.xml --report-dir reports $(PYTEST_ARGS)
+	$(RUN) pytest suites --provider $(PROVIDER) -n $(WORKERS) --dist loadgroup --alluredir allure-results \
+		--clean-alluredir --junitxml reports/junit.xml --report-dir reports $(PYTEST_ARGS)
 
 # The Allure HTML report of allure-results/ in allure-report/, with the previous report's history.
 report: .venv/.synced

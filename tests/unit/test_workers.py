@@ -202,6 +202,13 @@ def test_auto_is_two_workers_on_the_local_provider_and_none_elsewhere(tree: pyte
         )  # fmt: skip
         result.assert_outcomes(passed=2)
         result.stdout.fnmatch_lines([expected])
+    # A session a plugin runs in one process gets one from auto, where -n 2 is refused (below).
+    canary = tree.runpytest_subprocess(
+        "-n", "auto", "--dist", "loadgroup", "--provider", "local", "-m", "upgrade", "--collect-only",
+        "-p", "no:cacheprovider", "test_engine.py",
+    )  # fmt: skip
+    assert canary.ret == pytest.ExitCode.OK, canary.stdout.str() + canary.stderr.str()
+    assert "created: " not in canary.stdout.str(), canary.stdout.str()  # xdist says how many it made
 
 
 def test_a_split_distribution_the_canary_and_kbc_verify_refuse_workers(tree: pytest.Pytester) -> None:
