@@ -1,6 +1,6 @@
 """The layers hold: the import contracts pass on the tree, fail on an upward import, no module reaches
 into another package's private module, and the three descriptions of the layers (the contract, the
-package docstring's map and the README's) say the same."""
+package docstring's map and the README's) say the same; no module is over 500 lines."""
 
 from __future__ import annotations
 
@@ -148,3 +148,16 @@ def test_a_map_that_leaves_out_a_module_differs_from_the_contract() -> None:
     doc = (kbc.__doc__ or "").replace(" gpu.py", "")
     assert map_layers(doc) != contract_layers()
     assert map_layers(doc)[3] == contract_layers()[3] - {"gpu"}
+
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_of_the_harness_is_over_500_lines() -> None:
+    """Issue 26's bound: a module past it holds two things, and the second goes to a module of its own."""
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "fixtures" / "kbc").rglob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"over {MAX_MODULE_LINES} lines: {long}"
