@@ -23,6 +23,7 @@ from kbc.perf import load_generator
 from kbc.process import command_lines
 from kbc.supply.lock import load_lock
 from tests.integration.commands import KBC, REPO, kbc
+from tests.integration.namespaces import Namespaces, assert_namespaces_as_before
 
 pytestmark = pytest.mark.cluster
 
@@ -207,7 +208,7 @@ def test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_what_was_t
     (tmp_path / "generator.yaml").write_text(SMALL)
     context = f"kbc-{cluster.name}"
     given = ["--provider", "existing", "--kubeconfig", str(cluster.kubeconfig), "--config", str(tmp_path)]
-    names = {ns["metadata"]["name"] for ns in kube.list(apis.NAMESPACE)}
+    before = Namespaces.of(kube)
     queues = {cq["metadata"]["name"] for cq in kube.list(apis.CLUSTER_QUEUE)}
 
     refused = kbc("bench", "kueue-perf", *given, "--runs", "1")
@@ -223,7 +224,7 @@ def test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_what_was_t
         kube.delete(apis.CLUSTER_QUEUE, theirs["metadata"]["name"])
     assert met.returncode == 1, met.stderr
     assert "ClusterQueue team-cq (in cohort cohort-0)" in met.stderr, met.stderr
-    assert {ns["metadata"]["name"] for ns in kube.list(apis.NAMESPACE)} == names
+    assert_namespaces_as_before(kube, before, "the refused run")
 
     output = tmp_path / "runs.jsonl"
     done = kbc(
@@ -237,7 +238,7 @@ def test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_what_was_t
     for name, counts in record["workload_classes"].items():
         assert counts["admitted"] == counts["finished"] == counts["workloads"], (name, counts)
     assert set(record["processes"]) == {bench_perf.RUNNER}, record["processes"]
-    assert {ns["metadata"]["name"] for ns in kube.list(apis.NAMESPACE)} == names
+    assert_namespaces_as_before(kube, before, "the run")
     assert {cq["metadata"]["name"] for cq in kube.list(apis.CLUSTER_QUEUE)} == queues
     assert kube.list(apis.NODE), "the existing provider never removes the cluster"
 
