@@ -12,17 +12,17 @@ from kbc.cluster.providers.existing import ExistingProvider
 from kbc.errors import ChartError, ContextNotAllowedError, RegistryError
 from kbc.kube import Kube
 from kbc.supply.pins import ChartsLock
-from tests.integration.namespaces import Namespaces, assert_namespaces_as_before
+from tests.integration.as_before import Names, assert_as_before
 
 pytestmark = pytest.mark.cluster
 
 
 def test_without_opt_in_nothing_is_touched(kube: Kube, cluster: Cluster, charts_lock: ChartsLock) -> None:
-    before = Namespaces.of(kube)
+    before = Names.of(kube, apis.NAMESPACE)
     provider = ExistingProvider(charts_lock, kubeconfig=cluster.kubeconfig, out=io.StringIO())
     with pytest.raises(ContextNotAllowedError, match=f"--allow-context kbc-{cluster.name}"):
         provider.up("guarded", components=("kueue",))
-    assert_namespaces_as_before(kube, before, "the refused install")
+    assert_as_before(kube, before, "the refused install")
 
 
 def test_opted_in_context_is_used_and_never_deleted(
@@ -42,7 +42,7 @@ def test_opted_in_context_is_used_and_never_deleted(
 def test_a_chart_that_cannot_be_pulled_installs_nothing(
     kube: Kube, cluster: Cluster, charts_lock: ChartsLock
 ) -> None:
-    before = Namespaces.of(kube)
+    before = Names.of(kube, apis.NAMESPACE)
     provider = ExistingProvider(
         charts_lock, kubeconfig=cluster.kubeconfig, allow_context=f"kbc-{cluster.name}", out=io.StringIO()
     )
@@ -50,7 +50,7 @@ def test_a_chart_that_cannot_be_pulled_installs_nothing(
     # an unreachable registry is named, with what to do.
     with pytest.raises(RegistryError, match=r"cannot reach it.*pass --mirror FROM=TO"):
         provider.up("no-registry", components=("jobset",))
-    assert_namespaces_as_before(kube, before, "the refused install")
+    assert_as_before(kube, before, "the refused install")
     # Without verification, helm's pull is what fails.
     unverified = ExistingProvider(
         charts_lock,
@@ -62,4 +62,4 @@ def test_a_chart_that_cannot_be_pulled_installs_nothing(
     reference = charts_lock.components["jobset"].chart.reference
     with pytest.raises(ChartError, match=f"jobset: helm pull of {reference}"):
         unverified.up("no-registry", components=("jobset",))
-    assert_namespaces_as_before(kube, before, "the refused install")
+    assert_as_before(kube, before, "the refused install")

@@ -22,8 +22,8 @@ from kbc.kube import Kube
 from kbc.perf import load_generator
 from kbc.process import command_lines
 from kbc.supply.lock import load_lock
+from tests.integration.as_before import Names, assert_as_before
 from tests.integration.commands import KBC, REPO, kbc
-from tests.integration.namespaces import Namespaces, assert_namespaces_as_before
 
 pytestmark = pytest.mark.cluster
 
@@ -120,10 +120,16 @@ cohorts:
 """
 
 
+def perf_clusters() -> set[str]:
+    """The local clusters kbc bench kueue-perf made (``kbc-perf-<hex>``): only those, since another worker
+    of make test starts and removes clusters of its own meanwhile."""
+    return {name for name, _ in LocalProvider.list_clusters() if name.startswith(bench_perf.CLUSTER_PREFIX)}
+
+
 def test_a_run_cancelled_with_sigterm_removes_its_cluster_and_stops_everything(tmp_path: Path) -> None:
     # A CI cancellation sends SIGTERM: the bench unwinds as on Ctrl-C, and its cluster goes with it.
     (tmp_path / "generator.yaml").write_text(LONG)
-    before = {name for name, _ in LocalProvider.list_clusters()}
+    before = perf_clusters()
     log = tmp_path / "bench.log"
     with log.open("wb") as out:
         bench = subprocess.Popen(
@@ -133,7 +139,7 @@ def test_a_run_cancelled_with_sigterm_removes_its_cluster_and_stops_everything(t
         )  # fmt: skip
         try:
             started = polling2.poll(
-                lambda: [n for n, _ in LocalProvider.list_clusters() if n not in before and "created of" in
+                lambda: [n for n in perf_clusters() if n not in before and "created of" in
                          log.read_text(errors="replace")],
                 step=0.5, timeout=240,
             )  # fmt: skip
@@ -144,7 +150,7 @@ def test_a_run_cancelled_with_sigterm_removes_its_cluster_and_stops_everything(t
                 os.killpg(bench.pid, signal.SIGKILL)
     said = log.read_text(errors="replace")
     assert returncode == 130 and "kbc: interrupted" in said, said[-3000:]
-    assert {name for name, _ in LocalProvider.list_clusters()} == before, said[-3000:]
+    assert perf_clusters() == before, said[-3000:]
     (name,) = started
     assert not [cmd for _, cmd in command_lines() if name in cmd], f"processes of {name} left running"
 
@@ -163,7 +169,7 @@ def test_the_canary_at_scale_fails_on_a_kueue_slowed_through_its_configuration(t
     (config / "generator.yaml").write_text(SMALL)
     reports = tmp_path / "reports"
     slowed = "kueue:clientConnection={qps: 5, burst: 5}"
-    before = {name for name, _ in LocalProvider.list_clusters()}
+    before = perf_clusters()
     done = kbc(
         "canary", "--scale", str(config), "--scale-new-pins-config", slowed, "--provider", "local",
         "--cluster-name", "kbc-selftest-scale", "--components", "kueue", "-m", "upgrade and scale",
@@ -197,7 +203,8 @@ def test_the_canary_at_scale_fails_on_a_kueue_slowed_through_its_configuration(t
     assert records[-1]["medians"]["old"]["wall"]["values"] == [old["figures"][0]["value"]]
     summary = (reports / "summary.md").read_text()
     assert "## Upgrade canary: Kueue's performance test" in summary and "**regression**" in summary, summary
-    assert {name for name, _ in LocalProvider.list_clusters()} == before
+    assert perf_clusters() == before
+    assert "kbc-selftest-scale" not in {name for name, _ in LocalProvider.list_clusters()}
 
 
 def test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_what_was_there(
@@ -208,8 +215,8 @@ def test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_what_was_t
     (tmp_path / "generator.yaml").write_text(SMALL)
     context = f"kbc-{cluster.name}"
     given = ["--provider", "existing", "--kubeconfig", str(cluster.kubeconfig), "--config", str(tmp_path)]
-    before = Namespaces.of(kube)
-    queues = {cq["metadata"]["name"] for cq in kube.list(apis.CLUSTER_QUEUE)}
+    before = Names.of(kube, apis.NAMESPACE)
+    queues = Names.of(kube, apis.CLUSTER_QUEUE)
 
     refused = kbc("bench", "kueue-perf", *given, "--runs", "1")
     assert refused.returncode == 1 and f"--allow-context {context}" in refused.stderr, refused.stderr
@@ -224,7 +231,7 @@ def test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_what_was_t
         kube.delete(apis.CLUSTER_QUEUE, theirs["metadata"]["name"])
     assert met.returncode == 1, met.stderr
     assert "ClusterQueue team-cq (in cohort cohort-0)" in met.stderr, met.stderr
-    assert_namespaces_as_before(kube, before, "the refused run")
+    assert_as_before(kube, before, "the refused run")
 
     output = tmp_path / "runs.jsonl"
     done = kbc(
@@ -238,8 +245,8 @@ def test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_what_was_t
     for name, counts in record["workload_classes"].items():
         assert counts["admitted"] == counts["finished"] == counts["workloads"], (name, counts)
     assert set(record["processes"]) == {bench_perf.RUNNER}, record["processes"]
-    assert_namespaces_as_before(kube, before, "the run")
-    assert {cq["metadata"]["name"] for cq in kube.list(apis.CLUSTER_QUEUE)} == queues
+    assert_as_before(kube, before, "the run")
+    assert_as_before(kube, queues, "the run")
     assert kube.list(apis.NODE), "the existing provider never removes the cluster"
 
 
