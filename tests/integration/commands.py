@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,8 +27,10 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(3)}"
 
 
-def kbc(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``kbc *args``; the caller checks the exit code."""
+def kbc(
+    *args: str, timeout: float = 300, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``kbc *args`` (in *env*, else this process's environment); the caller checks the exit code."""
     return subprocess.run(
-        [*KBC, *args], cwd=REPO, check=False, capture_output=True, text=True, timeout=timeout
+        [*KBC, *args], cwd=REPO, env=env, check=False, capture_output=True, text=True, timeout=timeout
     )

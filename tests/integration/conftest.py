@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +11,7 @@ from kbc.cluster.docker import DockerEngine
 from kbc.cluster.providers.local import LocalProvider
 from kbc.supply import paths
 from kbc.supply.lock import load_lock
-from tests.integration.commands import KBC, REPO
+from tests.integration.commands import kbc
 
 
 @pytest.fixture
@@ -54,13 +53,5 @@ def _remove_killed_runs_kind_clusters(env: dict[str, str]) -> None:
     then no run of these tests can be using it."""
     for directory in sorted(paths.clusters_dir().glob("kind-kbc-selftest*")):
         name = directory.name.removeprefix("kind-")
-        down = subprocess.run(
-            [*KBC, "cluster", "down", "--provider", "kind", "--cluster-name", name],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-        )
+        down = kbc("cluster", "down", "--provider", "kind", "--cluster-name", name, env=env, timeout=600)
         assert down.returncode == 0, f"removing {name}, left by an earlier run: {down.stderr}"
