@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,10 +30,70 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(3)}"
 
 
+STOP_GRACE = 120.0
+"""Seconds a command past its time gets to unwind on SIGTERM (kbc removes its clusters) before SIGKILL."""
+
+
+class TimedOut(AssertionError):
+    """A command the test ran went past its time; carries what it printed until it was stopped."""
+
+    def __init__(self, command: Sequence[str], timeout: float, output: str) -> None:
+        self.command = list(command)
+        self.output = output
+        super().__init__(
+            f"{' '.join(self.command)} ran past {timeout:.0f} s and was stopped (SIGTERM to its process "
+            f"group, SIGKILL {STOP_GRACE:.0f} s later); what it printed until then, its end:\n"
+            f"{output[-8000:]}"
+        )
+
+
+def run_bounded(
+    command: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path = REPO,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """*command* to its end, output captured; past *timeout* its whole process group is stopped as a user's
+    Ctrl-C would (so it unwinds and leaves nothing running) and :class:`TimedOut` carries its output."""
+    proc = subprocess.Popen(
+        list(command),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+        raise TimedOut(command, timeout, (out or "") + (err or "")) from None
+    except BaseException:  # the test itself interrupted: the command unwinds with it
+        _signal_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc.pid, signal.SIGKILL)
+            proc.wait()
+        raise
+    return subprocess.CompletedProcess(list(command), proc.returncode, out, err)
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group is gone already
+        os.killpg(pgid, signum)
+
+
 def kbc(
     *args: str, timeout: float = 300, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``kbc *args`` (in *env*, else this process's environment); the caller checks the exit code."""
-    return subprocess.run(
-        [*KBC, *args], cwd=REPO, env=env, check=False, capture_output=True, text=True, timeout=timeout
-    )
+    return run_bounded([*KBC, *args], timeout=timeout, env=env)

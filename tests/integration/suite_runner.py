@@ -8,18 +8,20 @@ them, and by the words that explain its failure.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import warnings
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from kbc.cluster.providers import Cluster
+from tests.integration.commands import run_bounded
 
 REPO = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
 
 
 @dataclass
@@ -77,16 +79,7 @@ def run_pytest(
     if sabotage:
         command += ["-p", f"tests.sabotage.{sabotage}"]
     # `python -m` puts the working directory on sys.path, which makes tests.sabotage importable.
-    proc = subprocess.run(
-        command,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL,
-        env=dict(env) if env is not None else None,
-    )
+    proc = run_bounded(command, timeout=timeout, env=env)
     run = InnerRun(command, proc.returncode, proc.stdout + proc.stderr)
     if junit.is_file():
         run.outcomes, run.failures = read_junit(junit)
@@ -100,6 +93,31 @@ class KueueOverAdmittedWarning(UserWarning):
     """An inner run met Kueue's over-admission after a restart (a component finding, docs/canary.md)."""
 
 
+def past_the_finding(
+    attempt: Callable[[], T], failures: Callable[[T], Sequence[str]], *, attempts: int = 3
+) -> T:
+    """*attempt* run again while its only failures are Kueue's over-admission after a restart.
+
+    That finding is Kueue's (the canary reports it, docs/canary.md): in a run that meets it the upgrade
+    scenario stops at it, before the checks this project's own test is about, so the test needs a run
+    that got past it. Every such run is reported as a warning, never hidden; the last run is returned
+    whatever it holds.
+    """
+    for number in range(1, attempts + 1):
+        run = attempt()
+        found = failures(run)
+        if not found or not all(OVER_ADMITTED in failure for failure in found):
+            return run
+        warnings.warn(
+            KueueOverAdmittedWarning(
+                f"run {number} of at most {attempts} met Kueue's over-admission after a restart (a "
+                f"component finding, not this harness's): {found[0].splitlines()[0][:400]}"
+            ),
+            stacklevel=2,
+        )
+    return run
+
+
 def run_pytest_past_the_finding(
     args: Sequence[str],
     extra: Sequence[str] = (),
@@ -109,26 +127,13 @@ def run_pytest_past_the_finding(
     env: Mapping[str, str] | None = None,
     attempts: int = 3,
 ) -> InnerRun:
-    """:func:`run_pytest`, run again while its only failures are Kueue's over-admission after a restart.
-
-    That finding is Kueue's (the canary reports it, docs/canary.md): in a run that meets it the upgrade
-    scenario stops at it, before the checks this project's own test is about, so the test needs a run
-    that got past it. Every such run is reported as a warning, never hidden; the last run is returned
-    whatever it holds.
-    """
-    for attempt in range(1, attempts + 1):
-        run = run_pytest(args, extra, sabotage=sabotage, timeout=timeout, env=env)
-        if not run.failures or not all(OVER_ADMITTED in failure for failure in run.failures):
-            return run
-        first = run.failures[0].splitlines()[0][:400]
-        warnings.warn(
-            KueueOverAdmittedWarning(
-                f"run {attempt} of at most {attempts} met Kueue's over-admission after a restart (a "
-                f"component finding, not this harness's): {first}"
-            ),
-            stacklevel=2,
-        )
-    return run
+    """:func:`run_pytest`, run again while its only failures are Kueue's over-admission after a restart
+    (:func:`past_the_finding`)."""
+    return past_the_finding(
+        lambda: run_pytest(args, extra, sabotage=sabotage, timeout=timeout, env=env),
+        lambda run: run.failures,
+        attempts=attempts,
+    )
 
 
 def read_junit(path: Path) -> tuple[dict[str, int], list[str]]:

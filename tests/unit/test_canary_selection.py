@@ -106,8 +106,9 @@ def test_the_scale_scenario_runs_only_in_a_canary_given_scale() -> None:
     assert collected("-m", "upgrade and scale", "--scale", "baseline") == [SCALE]
     # kbc canary --scale hands it on, with its runs and settings.
     proc = collect_only(
-        "kbc.cli", "canary", "--scale", "baseline", "--scale-runs", "2", "-m", "upgrade and scale"
-    )
+        "kbc.cli", "canary", "--scale", "baseline", "--scale-runs", "2", "--scale-timeout", "200",
+        "-m", "upgrade and scale",
+    )  # fmt: skip
     assert proc.returncode == 0 and SCALE in proc.stdout, proc.stdout + proc.stderr
 
 
