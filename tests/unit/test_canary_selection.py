@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -35,9 +36,14 @@ def collect_only(*command: str) -> subprocess.CompletedProcess[str]:
 
 def collected(*args: str) -> list[str]:
     """The node ids ``pytest suites --collect-only`` selects with *args*."""
+    return list(_collected(args))
+
+
+@functools.cache  # the tree does not change during a run: each selection is collected once (~10 s each)
+def _collected(args: tuple[str, ...]) -> tuple[str, ...]:
     proc = collect_only("pytest", "suites", *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return [line for line in proc.stdout.splitlines() if "::" in line]
+    return tuple(line for line in proc.stdout.splitlines() if "::" in line)
 
 
 def test_without_the_canary_the_upgrade_scenario_is_left_out() -> None:

@@ -5,6 +5,7 @@ runs it on one)."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from kbc.cli import bench_perf
 from kbc.cli import commands as cli
-from kbc.errors import PerfConfigError
+from kbc.errors import KubeApiError, PerfConfigError
 from kbc.perf import (
     Footprint,
     PinsComparison,
@@ -21,6 +22,7 @@ from kbc.perf import (
     flag,
     load_generator,
     load_rangespec,
+    render,
     render_comparison,
     summarize,
 )
@@ -526,3 +528,67 @@ def test_a_stalled_run_lists_the_workloads_and_plans_what_its_watch_missed(tmp_p
     assert record.admissions == [131.0] and record.finish_due == 131.2 and runner.watch_missed == 1
     runner.resync(170.0)  # the same admission listed again is no news
     assert runner.watch_missed == 1 and record.admissions == [131.0]
+
+
+class _Refuses(_Applies):
+    """An API client whose first status writes are refused as given (a conflict, then a server error)."""
+
+    def __init__(self, *refusals: int) -> None:
+        super().__init__()
+        self.refusals = list(refusals)
+        self.read: list[str] = []
+
+    def apply(self, obj: dict[str, Any], *, subresource: str | None = None, field_manager: str = "") -> Any:
+        if self.refusals:
+            status = self.refusals.pop(0)
+            raise KubeApiError("apply", "Workload cq/small-0-0-0", status, "refused", "as the test asks")
+        return super().apply(obj, subresource=subresource, field_manager=field_manager)
+
+    def get(self, kind: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        self.read.append(f"{namespace}/{name}")
+        fresh = _workload(admitted=True, evicted=True)
+        fresh["metadata"]["resourceVersion"] = "9"
+        return fresh
+
+
+def test_an_evicted_reservation_is_taken_off_at_a_fresh_version_and_the_sweep_takes_up_a_refused_write(
+    tmp_path: Path,
+) -> None:
+    # Kueue waits for the integration to take an evicted reservation off: a write given up would leave the
+    # run waiting forever (the canary at scale sat 600 s in make test, 2026-11-27).
+    config = load_generator(_write(tmp_path, BASELINE))
+    key = "cq/small-0-0-0"
+
+    # A conflict: the watch lags the object under load, so the runner reads it afresh and writes at that.
+    client = _Refuses(409)
+    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[key] = record
+    runner.on_workload(_workload(admitted=True), 10.0)
+    runner.on_workload(_workload(admitted=True, evicted=True), 10.1)
+    runner.writers.shutdown(wait=True)
+    ((body, _, manager),) = client.applied
+    assert client.read == [key] and body["metadata"]["resourceVersion"] == "9", body["metadata"]
+    assert manager == ADMISSION_MANAGER and not record.unreserving and runner.unreserves_retried == 0
+
+    # Refused outright: shown, and written again by the sweep once the grace has passed.
+    client = _Refuses(500)
+    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[key] = record
+    runner.on_workload(_workload(admitted=True), 10.0)
+    runner.on_workload(_workload(admitted=True, evicted=True), 10.1)
+    while record.unreserving:
+        time.sleep(0.01)
+    assert client.applied == [] and runner.errors[0].startswith(
+        f"unset the reservation of evicted Workload {key}"
+    )
+    runner.sweep(15.0)  # within the grace
+    assert runner.unreserves_retried == 0
+    runner.sweep(25.0)
+    runner.writers.shutdown(wait=True)
+    ((body, _, manager),) = client.applied
+    assert manager == ADMISSION_MANAGER and runner.unreserves_retried == 1 and record.evicted_at == 25.0
+    run = RunRecord(0.0, 30.0, True, "done", {key: record}, {}, runner.errors, 1, unreserves_retried=1)
+    said = "\n".join(render(summarize(run, config, None)))
+    assert "evicted reservations the runner took off again (its write refused, or not" in said, said
