@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import urllib3
 import yaml
 
+from kbc import apis
 from kbc.errors import ApiUnreachableError, ClusterError, ConsistencyViolation
-from kbc.kube import connect, hold_together
+from kbc.kube import connect, hold_together, observe
 from kbc.kube._client import selector
 
 
@@ -70,3 +73,31 @@ def test_holds_that_break_together_are_reported_together() -> None:
     text = str(caught.value)
     assert text.startswith("the same Workloads stopped holding after 0.1s"), text
     assert "Also within the same window:\n  ConsistencyViolation: the gang pending stopped holding" in text
+
+
+class _Quiet:
+    """A cluster where nothing changes: every watch request ends empty, or its connection is refused."""
+
+    def __init__(self, refused: bool) -> None:
+        self.refused = refused
+        self.requests = 0
+
+    def list_at(self, kind: object, **_: object) -> tuple[list[dict[str, object]], str]:
+        return [{"metadata": {"name": "a", "namespace": "n", "resourceVersion": "1"}}], "1"
+
+    def watch(self, kind: object, **_: object) -> Iterator[tuple[str, dict[str, object]]]:
+        self.requests += 1
+        if self.refused:
+            raise urllib3.exceptions.NewConnectionError(None, "Connection refused")  # type: ignore[arg-type]
+        return iter(())
+
+
+@pytest.mark.parametrize("refused", [False, True], ids=["quiet", "removed"])
+def test_a_caller_regains_control_after_each_watch_request_even_when_nothing_changes(refused: bool) -> None:
+    # A timeline recorder checks its stop between two yields: on a quiet namespace, or on a cluster already
+    # removed, it watched on for an hour (make conformance, 2026-11-27: 95 such threads, two cores busy).
+    quiet = _Quiet(refused)
+    seen = observe(quiet, apis.POD, deadline=time.monotonic() + 3, namespace="n")  # type: ignore[arg-type]
+    sets = [next(seen) for _ in range(3)]
+    assert quiet.requests == 2 and all([o["metadata"]["name"] for o in s] == ["a"] for s in sets), sets
+    seen.close()
