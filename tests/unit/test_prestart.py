@@ -1,5 +1,6 @@
-"""The next profile's cluster, started while the last scenario of the profile before runs: which scenario
-hands over to which profile, and a cluster started so whose scenarios never ran is removed once it is up."""
+"""What a profile's cluster installs; the next profile's cluster, started while the last scenario of the
+profile before runs: which scenario hands over to which profile, and a cluster started so whose scenarios
+never ran is removed once it is up."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from kbc.cluster.providers import Cluster, ProviderOptions
 from kbc.configuration import Setting
 from kbc.plugins import cluster as plugin
 from kbc.plugins.cluster import DEFAULT, ClusterSession, Prestart, Profile
+from kbc.plugins.needs import needed_components
 from kbc.supply.lock import load_lock
 
 FAIR = Profile((Setting("kueue", "fair sharing", {"fairSharing": {"enable": True}}),))
@@ -98,3 +100,36 @@ def test_a_cluster_started_early_that_failed_to_start_has_nothing_to_remove() ->
     assert provider.removed == []
     with pytest.raises(RuntimeError, match="kube-apiserver did not start"):
         prestart.done.result()
+
+
+class Marked(SimpleNamespace):
+    """A scenario with component markers, as pytest gives them."""
+
+    def get_closest_marker(self, name: str) -> Any:
+        return object() if name in self.marks else None
+
+
+def test_a_profile_s_cluster_installs_only_the_components_its_scenarios_exercise() -> None:
+    everything = ("jobset", "kueue", "volcano")
+    volcano = Profile((Setting("volcano", "reclaim", {"actions": "reclaim"}),))
+    scenarios = [
+        Marked(nodeid="a", callspec=SimpleNamespace(params={}), marks={"jobset", "kueue"}),
+        Marked(nodeid="b", callspec=SimpleNamespace(params={"cluster": FAIR}), marks={"kueue"}),
+        Marked(nodeid="c", callspec=SimpleNamespace(params={"cluster": OFF}), marks=set()),
+        Marked(nodeid="d", callspec=SimpleNamespace(params={"cluster": OFF}), marks={"jobset"}),
+        Marked(nodeid="e", callspec=SimpleNamespace(params={"cluster": volcano}), marks={"volcano"}),
+    ]
+    needed = needed_components(scenarios, everything)  # type: ignore[arg-type]
+    # The setting's component and every component a scenario of the profile is marked with; the default
+    # profile's cluster, the one a user reuses, always gets them all.
+    assert needed == {FAIR: {"kueue"}, OFF: {"jobset", "kueue"}, volcano: {"volcano"}}
+    state = session_of([]).config.stash[plugin.session_key]
+    state.components, state.needed = everything, needed
+    assert state.components_for(DEFAULT) == everything
+    assert state.components_for(FAIR) == ("kueue",)
+    assert state.components_for(OFF) == ("jobset", "kueue")
+    # The canary upgrades every component of each cluster it made: they start whole.
+    assert state.components_for(FAIR, every=True) == everything
+    # A component the session leaves out (--components) stays out.
+    state.components = ("kueue",)
+    assert state.components_for(OFF) == ("kueue",)

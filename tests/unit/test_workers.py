@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+
+from kbc.plugins.workers import SECOND_LANE, _second_lane, cluster_group
 
 pytest_plugins = ["pytester"]
 
@@ -220,3 +223,30 @@ def test_a_split_distribution_the_canary_and_kbc_verify_refuse_workers(tree: pyt
         result = tree.runpytest_subprocess("-n", "2", *given, "-p", "no:cacheprovider")
         assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
         assert words in result.stderr.str(), result.stderr.str()
+
+
+def test_the_default_profiles_scenarios_split_into_two_lanes_of_whole_modules_about_equally_long() -> None:
+    default = cluster_group("default")
+    nodeids = [
+        "suites/test_a.py::one", "suites/test_a.py::two", "suites/test_b.py::one",
+        "suites/test_c.py::one", "suites/test_d.py::one", "tests/test_plain.py::one",
+    ]  # fmt: skip
+    items = [SimpleNamespace(nodeid=n) for n in nodeids]
+    groups = {n: default for n in nodeids[:5]} | {"tests/test_plain.py::one": "tests/test_plain.py"}
+    took = {"suites/test_a.py::one": 50.0, "suites/test_a.py::two": 40.0, "suites/test_b.py::one": 60.0}
+    took |= {"suites/test_c.py::one": 30.0, "suites/test_d.py::one": 20.0}
+    _second_lane(items, groups, took)  # type: ignore[arg-type]
+    # a (90 s) then b (60 s) then c (30 s) go to the shorter lane each time; d (20 s) to the first again.
+    lanes = {
+        module: {groups[n] for n in nodeids if n.startswith(module)}
+        for module in ("suites/test_a", "suites/test_b", "suites/test_c", "suites/test_d")
+    }
+    assert lanes == {
+        "suites/test_a": {default}, "suites/test_b": {SECOND_LANE}, "suites/test_c": {SECOND_LANE},
+        "suites/test_d": {default},
+    }, lanes  # fmt: skip
+    assert groups["tests/test_plain.py::one"] == "tests/test_plain.py"
+    # One module of the default profile: nothing to split.
+    alone = {"suites/test_a.py::one": default, "suites/test_a.py::two": default}
+    _second_lane([SimpleNamespace(nodeid=n) for n in alone], alone, took)  # type: ignore[misc]
+    assert set(alone.values()) == {default}
