@@ -28,7 +28,8 @@ from kbc.perf import (
 )
 from kbc.perf import _objects as objects
 from kbc.perf._records import QueueRecord, RunRecord, WorkloadRecord, percentile
-from kbc.perf._runner import ADMISSION_MANAGER, _Runner, _unfinished
+from kbc.perf._runner import ADMISSION_MANAGER, _Runner
+from kbc.perf._view import unfinished
 
 # Kueue's configs/baseline/generator.yaml of the pinned module, as it is written there.
 BASELINE = """\
@@ -497,7 +498,7 @@ def test_an_incomplete_run_names_the_workloads_admitted_and_never_finished(tmp_p
     runner.workloads["cq/never"] = WorkloadRecord("cq", "never", "small", 200, due=0.0, created=1.0)
     runner.on_workload(_workload(admitted=True), 10.0)
     record.finishing = record.finish_due
-    (said,) = _unfinished(runner, 0.0, 40.0)
+    (said,) = unfinished(runner.workloads, 0.0, 40.0)
     assert said == (
         "cq/small-0-0-0: admitted at 10.0s; finish due at 10.2s, held by a writer, accepted by the API "
         "server at never; last seen [QuotaReserved=True, Admitted=True]; the run ended at 40.0s"
