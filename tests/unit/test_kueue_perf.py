@@ -552,6 +552,16 @@ class _Refuses(_Applies):
         return fresh
 
 
+def _admitted_then_evicted(client: _Applies, config: Any, key: str) -> tuple[_Runner, WorkloadRecord]:
+    """A runner that saw *key* admitted at 10.0 s and evicted at 10.1 s, writing through *client*."""
+    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[key] = record
+    runner.on_workload(_workload(admitted=True), 10.0)
+    runner.on_workload(_workload(admitted=True, evicted=True), 10.1)
+    return runner, record
+
+
 def test_an_evicted_reservation_is_taken_off_at_a_fresh_version_and_the_sweep_takes_up_a_refused_write(
     tmp_path: Path,
 ) -> None:
@@ -562,11 +572,7 @@ def test_an_evicted_reservation_is_taken_off_at_a_fresh_version_and_the_sweep_ta
 
     # A conflict: the watch lags the object under load, so the runner reads it afresh and writes at that.
     client = _Refuses(409)
-    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
-    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads[key] = record
-    runner.on_workload(_workload(admitted=True), 10.0)
-    runner.on_workload(_workload(admitted=True, evicted=True), 10.1)
+    runner, record = _admitted_then_evicted(client, config, key)
     runner.writers.shutdown(wait=True)
     ((body, _, manager),) = client.applied
     assert client.read == [key] and body["metadata"]["resourceVersion"] == "9", body["metadata"]
@@ -574,11 +580,7 @@ def test_an_evicted_reservation_is_taken_off_at_a_fresh_version_and_the_sweep_ta
 
     # Refused outright: shown, and written again by the sweep once the grace has passed.
     client = _Refuses(500)
-    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
-    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads[key] = record
-    runner.on_workload(_workload(admitted=True), 10.0)
-    runner.on_workload(_workload(admitted=True, evicted=True), 10.1)
+    runner, record = _admitted_then_evicted(client, config, key)
     while record.unreserving:
         time.sleep(0.01)
     assert client.applied == [] and runner.errors[0].startswith(
