@@ -461,6 +461,44 @@ def test_a_finish_lost_in_a_worker_is_shown_and_planned_again_by_the_sweep(tmp_p
     assert runner.finish_heap == [(25.0, key)] and runner.replanned == 1 and record.finish_due == 25.0
 
 
+def _admitted_at(obj: dict[str, Any], stamp: str) -> dict[str, Any]:
+    for cond in obj["status"]["conditions"]:
+        if cond["type"] == "Admitted":
+            cond["lastTransitionTime"] = stamp
+    return obj
+
+
+def test_a_readmission_the_view_never_saw_unadmitted_is_planned_and_the_sweep_plans_one_never_planned(
+    tmp_path: Path,
+) -> None:
+    # The canary at scale (2026-11-27) left 6 workloads admitted and never finished: first seen admitted and
+    # evicted at once, then admitted again, never seen unadmitted in between (a list skips states).
+    config = load_generator(_write(tmp_path, BASELINE))
+    runner = _Runner(_Applies(), config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    key = "cq/small-0-0-0"
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[key] = record
+    runner.on_workload(_admitted_at(_workload(admitted=True, evicted=True), "2026-11-27T17:58:52Z"), 10.0)
+    assert (record.finish_due, record.unreserving) == (None, True)  # evicted: its reservation goes, no finish
+    runner.writers.shutdown(wait=True)
+    runner.on_workload(_admitted_at(_workload(admitted=True), "2026-11-27T17:59:10Z"), 28.0)
+    assert record.admissions == [10.0, 28.0] and record.finish_due == 28.2
+    # The same admission seen again (a resync's list) is not new: its plan stands.
+    runner.on_workload(_admitted_at(_workload(admitted=True), "2026-11-27T17:59:10Z"), 29.0)
+    assert record.admissions == [10.0, 28.0] and runner.finish_heap == [(28.2, key)]
+
+    # Admitted with no plan at all, however the view came to miss it: the sweep plans it once the grace is
+    # over, and counts it.
+    record.finished = 30.0
+    lost = WorkloadRecord("cq", "small-0-0-1", "small", 200, due=0.0, created=1.0)
+    lost.admitted, lost.admissions = True, [40.0]
+    runner.workloads["cq/small-0-0-1"] = lost
+    runner.sweep(45.0)
+    assert (lost.finish_due, runner.replanned) == (None, 0)
+    runner.sweep(51.0)
+    assert lost.finish_due == 51.0 and runner.replanned == 1
+
+
 def test_the_sweep_never_replaces_a_plan_a_writer_holds_and_waits_longer_for_an_accepted_finish(
     tmp_path: Path,
 ) -> None:
