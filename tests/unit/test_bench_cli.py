@@ -3,6 +3,8 @@ and the cold toolchain once read an attribute the parser never set, and crashed 
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,7 @@ import pytest
 
 from kbc.cli import bench, bench_restart
 from kbc.cli import commands as cli
+from kbc.cli._machine import PROBE
 from kbc.supply.lock import default_lock_path
 
 
@@ -44,3 +47,16 @@ def test_the_cold_toolchain_bench_gets_the_lock(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(bench, "bench_toolchain_cold", cold)
     assert cli.main(["bench", "toolchain-cold", "--output", str(tmp_path / "bench.jsonl")]) == 0
     assert seen == [None]
+
+
+def test_every_bench_line_carries_the_machine_s_speed_then(tmp_path: Path) -> None:
+    """Lines of different days are compared in the docs: each says how fast the machine was when written."""
+    output = tmp_path / "bench.jsonl"
+    bench.write_result({"benchmark": "kueue-perf", "wall_ms": 1.0}, output)
+    bench.write_result({"benchmark": "kueue-perf", "wall_ms": 2.0}, output)
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [line["wall_ms"] for line in lines] == [1.0, 2.0]
+    for line in lines:
+        machine = line["machine"]
+        assert machine["probe"] == PROBE and machine["cpus"] == os.cpu_count()
+        assert machine["probe_seconds"] > 0 and machine["load_1m"] >= 0
