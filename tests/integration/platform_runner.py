@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from tests.integration.commands import KBC, REPO
+from tests.integration.commands import KBC, REPO, run_bounded
 
 EXAMPLE = REPO / "manifests" / "platforms" / "example"
 
@@ -32,7 +32,7 @@ def verify(
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
-    return subprocess.run(
+    return run_bounded(
         [
             *KBC,
             "verify",
@@ -44,10 +44,6 @@ def verify(
             "-p",
             "no:cacheprovider",
         ],
-        cwd=REPO,
-        check=False,
-        capture_output=True,
-        text=True,
         timeout=timeout,
         env=env,
     )

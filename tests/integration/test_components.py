@@ -29,6 +29,7 @@ from kbc.supply import paths
 from kbc.supply.pins import ChartsLock
 from kbc.volcano import phase
 from kbc.workloads import job, jobset, vcjob
+from tests.integration.commands import run_bounded
 from tests.integration.suite_runner import read_junit
 
 pytestmark = pytest.mark.cluster
@@ -187,7 +188,7 @@ def test_a_controller_dying_during_a_test_fails_that_test_with_its_log(
             time.sleep(1)
     """)
     )
-    inner = subprocess.run(
+    inner = run_bounded(
         [
             sys.executable,
             "-m",
@@ -206,11 +207,8 @@ def test_a_controller_dying_during_a_test_fails_that_test_with_its_log(
             str(tmp_path / "junit.xml"),
             str(tmp_path),
         ],
-        capture_output=True,
-        text=True,
         timeout=180,
         cwd=tmp_path,
-        check=False,
     )
     output = inner.stdout
     outcomes, failures = read_junit(tmp_path / "junit.xml")
@@ -267,7 +265,7 @@ def test_a_controller_that_exits_at_start_is_reported_and_nothing_is_left(
     """)
     )
     name = f"broken-{os.getpid()}"
-    proc = subprocess.run(
+    proc = run_bounded(
         [
             sys.executable,
             "-m",
@@ -281,10 +279,7 @@ def test_a_controller_that_exits_at_start_is_reported_and_nothing_is_left(
             "--values",
             f"kueue={values}",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
-        check=False,
     )
     try:
         assert proc.returncode == 1, proc.stderr

@@ -15,7 +15,7 @@ import pytest
 
 from kbc.cluster.docker import CAPABILITIES as CAPS
 from kbc.cluster.docker import KIND_SYSCTLS, DockerEngine, missing_capabilities
-from tests.integration.commands import KBC, KBC_AS_TYPED, REPO
+from tests.integration.commands import KBC, KBC_AS_TYPED, REPO, run_bounded
 
 # It starts and stops engines of its own, changing the host sysctls and bridges the session's engine relies
 # on: never beside the tests that use that engine (tests/xdist_groups.py).
@@ -104,9 +104,7 @@ def test_docker_up_prints_its_docker_host_last_and_down_removes_it(tmp_path: Pat
     env = {**os.environ, "KBC_CACHE_DIR": str(cache)}
 
     def kbc(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [*KBC, *args], cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=300
-        )
+        return run_bounded([*KBC, *args], timeout=300, env=env)
 
     try:
         up = kbc("docker", "up")

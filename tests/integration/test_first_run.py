@@ -32,7 +32,7 @@ from kbc.supply.images.push import push_archive
 from kbc.supply.lock import load_lock
 from kbc.supply.oci import parse_mirrors
 from kbc.supply.toolchain import Toolchain
-from tests.integration.commands import REPO
+from tests.integration.commands import REPO, run_bounded
 from tests.integration.test_kind import SCENARIOS, assert_nothing_left, containers_of, docker
 
 pytestmark = pytest.mark.cluster
@@ -90,18 +90,14 @@ def upstream(docker_env: dict[str, str], tmp_path_factory: pytest.TempPathFactor
         registry = LocalRegistry(home, binary, storage=home / "storage")
         state = registry.start(gateway)
         try:
-            push = subprocess.run(
+            push = run_bounded(
                 [
                     *[str(REPO / ".venv" / "bin" / "kbc"), "images", "build"],
                     *["--push", f"http://{state.registry}"],
                     *["--charts-dir", str(registry.chart_dir), "--charts-url", state.charts],
                 ],
-                cwd=REPO,
-                env=docker_env,
-                capture_output=True,
-                text=True,
-                check=False,
                 timeout=1800,
+                env=docker_env,
             )
             assert push.returncode == 0, push.stderr[-6000:]
             last = push.stdout.strip().splitlines()[-1]
@@ -188,15 +184,7 @@ def run_steps(checkout: Path, env: dict[str, str]) -> list[StepRun]:
             continue
         script = step["run"].replace("${{ matrix.provider }}", "kind")
         assert "${{" not in script, f"step {step.get('name')!r} uses an expression this test cannot give"
-        done = subprocess.run(
-            ["bash", "-e", "-c", script],
-            cwd=checkout,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=2400,
-        )
+        done = run_bounded(["bash", "-e", "-c", script], timeout=2400, cwd=checkout, env=env)
         runs.append(StepRun(step.get("name", script), done.returncode, done.stdout, done.stderr))
         failed = failed or done.returncode != 0
     return runs
@@ -262,14 +250,8 @@ def test_the_digests_it_names_are_what_lock_refresh_commits_and_a_changed_chart_
     runs, summary = first_run
     assert runs and runs[0].returncode == 0, runs[0].explain() if runs else "no step ran"
     env = runner_env(docker_env, upstream, tmp_path / "step-summary.md")
-    refresh = subprocess.run(
-        [str(checkout / ".venv" / "bin" / "kbc"), "lock", "refresh"],
-        cwd=checkout,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
+    refresh = run_bounded(
+        [str(checkout / ".venv" / "bin" / "kbc"), "lock", "refresh"], timeout=600, cwd=checkout, env=env
     )
     assert refresh.returncode == 0, refresh.stderr
     refreshed = yaml.safe_load((checkout / "charts-lock.yaml").read_text())

@@ -43,7 +43,7 @@ from kbc.supply import paths
 from kbc.supply.images.build import ETCD_TAG_LABEL, ImageBuilder
 from kbc.supply.lock import load_lock
 from kbc.supply.toolchain import Toolchain
-from tests.integration.commands import KBC, KBC_AS_TYPED, REPO
+from tests.integration.commands import KBC, KBC_AS_TYPED, REPO, run_bounded
 from tests.integration.suite_runner import run_pytest, run_pytest_past_the_finding
 
 pytestmark = pytest.mark.cluster
@@ -79,9 +79,7 @@ DRA_SABOTAGES = {
 
 
 def kbc(env: dict[str, str], *args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*KBC, *args], cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=timeout
-    )
+    return run_bounded([*KBC, *args], timeout=timeout, env=env)
 
 
 def docker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -134,13 +132,10 @@ def test_a_kind_cluster_kbc_did_not_create_is_never_touched(
     restrict = "CAP_SYS_RESOURCE" in missing_capabilities()
     own = kind_config([], built=BuiltConfig(etcd), restrict_oom_score_adj=restrict)
     config.write_text(yaml.safe_dump(own))
-    made = subprocess.run(
+    made = run_bounded(
         [kind, "create", "cluster", "--name", name, "--image", image, "--config", str(config), "--retain"],
-        env=docker_env,
-        capture_output=True,
-        text=True,
-        check=False,
         timeout=600,
+        env=docker_env,
     )
     try:
         assert containers_of(docker_env, name), made.stderr

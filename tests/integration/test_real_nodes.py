@@ -30,7 +30,7 @@ from kbc.kube import connect, is_true
 from kbc.labels import HOSTNAME_LABEL, REAL_NODE_LABEL, TOOLBOX_REPOSITORY
 from kbc.supply import paths
 from kbc.supply.lock import load_lock
-from tests.integration.commands import KBC_AS_TYPED, REPO, kbc, unique_name
+from tests.integration.commands import KBC_AS_TYPED, REPO, kbc, run_bounded, unique_name
 
 pytestmark = [pytest.mark.cluster]
 
@@ -287,7 +287,7 @@ def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> 
         "        nodes = json.loads(state.read_text())['real_nodes']\n"
         f"        pathlib.Path({str(seen)!r}).write_text(json.dumps(nodes))\n"
     )
-    run = subprocess.run(
+    run = run_bounded(
         [
             sys.executable,
             "-m",
@@ -305,11 +305,7 @@ def test_a_test_session_that_made_the_cluster_leaves_nothing(tmp_path: Path) -> 
             "no:cacheprovider",
             "-q",
         ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=600,
-        check=False,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
