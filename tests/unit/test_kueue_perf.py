@@ -540,7 +540,7 @@ def test_the_replanned_finishes_are_told_apart_a_lost_plan_from_a_lagging_watch(
     config = load_generator(_write(tmp_path, BASELINE))
 
     def said(by: dict[str, int]) -> str:
-        run = RunRecord(0.0, 30.0, True, "done", {}, {}, [], 0, sum(by.values()), finishes_replanned_by=by)
+        run = RunRecord(0.0, 30.0, True, "done", {}, {}, [], 0, by)
         summary = summarize(run, config, None)
         assert summary["finishes_replanned_by"] == by
         (line,) = [line for line in render(summary) if line.startswith("finishes the runner planned again")]
