@@ -9,6 +9,8 @@ import socket
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from kbc.cluster.pki import create_pki
 from kbc.cluster.providers.local._realnode import config, gpu, teardown
 from kbc.cluster.providers.local._realnode.model import (
@@ -149,16 +151,24 @@ def test_a_host_directory_a_node_made_is_removed_only_as_far_as_it_is_empty(tmp_
     assert teardown.holds_files(made)
 
 
-def test_a_socket_nothing_listens_on_is_removed_one_in_use_stays(tmp_path: Path) -> None:
-    plugins = tmp_path / "kubelet" / "device-plugins"
+@pytest.mark.parametrize("depth", [0, 3], ids=["short-path", "path-beyond-sun_path"])
+def test_a_socket_nothing_listens_on_is_removed_one_in_use_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    # CI's tmp_path alone made the short case's path 108 bytes once: a path past sun_path's 107 must
+    # be judged as well, not removed because connect() cannot name it.
+    kubelet = tmp_path / "kubelet"
+    plugins = kubelet.joinpath(*["d" * 40] * depth, "device-plugins")
     plugins.mkdir(parents=True)
     dead, live = plugins / "kubelet.sock", plugins / "other.sock"
+    assert (len(bytes(live)) > 107) == bool(depth)
+    monkeypatch.chdir(plugins)  # bind by the short relative name, whatever the absolute length
     with socket.socket(socket.AF_UNIX) as gone:
-        gone.bind(str(dead))  # bound, never listening, then closed: what a stopped kubelet leaves
+        gone.bind(dead.name)  # bound, never listening, then closed: what a stopped kubelet leaves
     with socket.socket(socket.AF_UNIX) as serving:
-        serving.bind(str(live))
+        serving.bind(live.name)
         serving.listen()
-        teardown.remove_dead_sockets(tmp_path / "kubelet")
+        teardown.remove_dead_sockets(kubelet)
         assert not dead.exists() and live.exists()
-    teardown.prune_empty(tmp_path / "kubelet")
-    assert (tmp_path / "kubelet").exists(), "the live socket's file keeps its directory"
+    teardown.prune_empty(kubelet)
+    assert kubelet.exists(), "the live socket's file keeps its directory"
