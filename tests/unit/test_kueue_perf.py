@@ -38,6 +38,7 @@ from kbc.perf._records import (
 )
 from kbc.perf._runner import ADMISSION_MANAGER, _Runner
 from kbc.perf._view import unfinished
+from kbc.supply.lock import load_lock
 
 # Kueue's configs/baseline/generator.yaml of the pinned module, as it is written there.
 BASELINE = """\
@@ -437,16 +438,27 @@ def test_the_canary_reads_old_against_new_from_the_benchs_lines_and_says_what_re
         PinsComparison.from_lines(lines[:1])
 
 
-def test_calibrating_takes_one_pin_set_and_two_runs(
+def test_calibrating_takes_two_runs_of_the_pins_as_they_are(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "generator.yaml").write_text(BASELINE)
     given = ["bench", "kueue-perf", "--config", str(tmp_path), "--calibrate", "--output", str(tmp_path / "o")]
-    assert cli.main([*given, "--pins", "both"]) == 1
-    assert (
-        "--calibrate takes one pin set (--pins new or old) and --runs 2 at least" in capsys.readouterr().err
-    )
     assert cli.main([*given, "--runs", "1"]) == 1
+    assert "--calibrate needs --runs 2 at least" in capsys.readouterr().err
+    assert cli.main([*given, "--runs", "2", "--new-pins-config", "kueue:clientConnection.qps=5"]) == 1
+    assert "no --new-pins-config" in capsys.readouterr().err
+
+
+def test_a_calibration_of_both_pin_sets_keeps_the_wider_band_per_figure() -> None:
+    lock = load_lock()
+    summaries = {
+        "old": [_figures(100_000, 50.0), _figures(120_000, 50.0)],
+        "new": [_figures(100_000, 50.0), _figures(105_000, 60.0)],
+    }
+    found = bench_perf._calibration("baseline", {"old": lock, "new": lock}, summaries, {}, 2)
+    assert found["band"] == {"wall": 0.182, "cq usage": 0.182}
+    assert found["band_by_pins"]["old"] == {"wall": 0.182, "cq usage": 0.0}
+    assert found["pins"] == "old and new" and found["runs"] == 2
 
 
 def test_a_finish_lost_in_a_worker_is_shown_and_planned_again_by_the_sweep(tmp_path: Path) -> None:
