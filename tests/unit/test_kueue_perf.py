@@ -37,7 +37,7 @@ from kbc.perf._records import (
     percentile,
 )
 from kbc.perf._runner import ADMISSION_MANAGER, _Runner
-from kbc.perf._view import unfinished
+from kbc.perf._view import history, unfinished
 from kbc.supply.lock import load_lock
 
 # Kueue's configs/baseline/generator.yaml of the pinned module, as it is written there.
@@ -518,6 +518,12 @@ def test_a_readmission_the_view_never_saw_unadmitted_is_planned_and_the_sweep_pl
     assert (lost.finish_due, runner.replanned) == (None, 0)
     runner.sweep(51.0)
     assert lost.finish_due == 51.0 and runner.replanned_by == {NEVER_PLANNED: 1}
+    # What the view went through is the evidence of how a plan was lost (the baseline of 2026-11-28 lost 9).
+    assert runner.never_planned == ["cq/small-0-0-1"]
+    assert history("cq/small-0-0-0", record, 0.0, [0.5, 20.0]) == (
+        "cq/small-0-0-0: 10.0s admitted evicted since 2026-11-27T17:58:52Z; 28.0s admitted since "
+        "2026-11-27T17:59:10Z; the watch listed at 0.5s, 20.0s"
+    )
 
 
 def test_the_sweep_never_replaces_a_plan_a_writer_holds_and_waits_longer_for_an_accepted_finish(
@@ -565,6 +571,10 @@ def test_the_replanned_finishes_are_told_apart_a_lost_plan_from_a_lagging_watch(
     mixed = said({UNSEEN: 2, OVERDUE: 7, NEVER_PLANNED: 1})
     assert mixed.startswith("finishes the runner planned again: 10 (overdue with no writer holding it: 7; ")
     assert "a runner fault, not Kueue's: report it" in mixed
+    run = RunRecord(
+        0.0, 30.0, True, "done", {}, {}, [], 0, {NEVER_PLANNED: 1}, replanned_examples=["cq/w: …"]
+    )
+    assert "never planned, as the runner saw it: cq/w: …" in render(summarize(run, config, None))
 
 
 def test_an_incomplete_run_names_the_workloads_admitted_and_never_finished(tmp_path: Path) -> None:
