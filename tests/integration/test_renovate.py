@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from kbc.supply.lock import load_lock
 from kbc.supply.pins import ChartsLock
 from kbc.supply.toolchain.npm import ensure_node_tool, node_binary
+from tests.integration.commands import run_bounded
 
 REPO = Path(__file__).resolve().parents[2]
 Dep = tuple[str, str, str, tuple[str, ...]]
@@ -74,9 +74,7 @@ def expected_deps(lock: ChartsLock) -> set[Dep]:
 
 def run(repo: Path, env: dict[str, str], *command: str, timeout: float) -> None:
     """Run a Renovate command in *repo*; it must exit 0 within *timeout* seconds."""
-    done = subprocess.run(
-        command, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    done = run_bounded(command, timeout=timeout, cwd=repo, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
