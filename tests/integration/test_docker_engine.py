@@ -15,7 +15,7 @@ import pytest
 
 from kbc.cluster.docker import CAPABILITIES as CAPS
 from kbc.cluster.docker import KIND_SYSCTLS, DockerEngine, missing_capabilities
-from tests.integration.commands import KBC, KBC_AS_TYPED, REPO, run_bounded
+from tests.integration.commands import KBC_AS_TYPED, REPO, kbc
 
 # It starts and stops engines of its own, changing the host sysctls and bridges the session's engine relies
 # on: never beside the tests that use that engine (tests/xdist_groups.py).
@@ -103,19 +103,16 @@ def test_docker_up_prints_its_docker_host_last_and_down_removes_it(tmp_path: Pat
     cache = Path(f"/tmp/kbc-cache-{os.getpid()}")  # short: the engine's sockets live under it
     env = {**os.environ, "KBC_CACHE_DIR": str(cache)}
 
-    def kbc(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_bounded([*KBC, *args], timeout=300, env=env)
-
     try:
-        up = kbc("docker", "up")
+        up = kbc("docker", "up", env=env)
         assert up.returncode == 0, up.stderr
         assert up.stdout.strip().splitlines()[-1] == f"DOCKER_HOST=unix://{cache}/docker/docker.sock"
-        status = kbc("docker", "status")
+        status = kbc("docker", "status", env=env)
         assert "state: running" in status.stdout, status.stdout + status.stderr
-        down = kbc("docker", "down")
+        down = kbc("docker", "down", env=env)
         assert down.returncode == 0, down.stderr
         assert "nothing of it is left" in down.stderr
-        assert "state: not started" in kbc("docker", "status").stdout
+        assert "state: not started" in kbc("docker", "status", env=env).stdout
     finally:
         DockerEngine(cache / "docker").down(purge=True)
         shutil.rmtree(cache, ignore_errors=True)

@@ -43,7 +43,7 @@ from kbc.supply import paths
 from kbc.supply.images.build import ETCD_TAG_LABEL, ImageBuilder
 from kbc.supply.lock import load_lock
 from kbc.supply.toolchain import Toolchain
-from tests.integration.commands import KBC, KBC_AS_TYPED, REPO, run_bounded
+from tests.integration.commands import KBC_AS_TYPED, REPO, kbc, run_bounded
 from tests.integration.suite_runner import run_pytest, run_pytest_past_the_finding
 
 pytestmark = pytest.mark.cluster
@@ -78,8 +78,9 @@ DRA_SABOTAGES = {
 }
 
 
-def kbc(env: dict[str, str], *args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
-    return run_bounded([*KBC, *args], timeout=timeout, env=env)
+def kbc_in(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``kbc *args`` in *env*, with the time a cold kind cluster of built images may take."""
+    return kbc(*args, env=env, timeout=1200)
 
 
 def docker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -110,7 +111,7 @@ def assert_nothing_left(env: dict[str, str], cluster: str) -> None:
 
 def test_without_a_docker_the_kind_provider_says_how_to_get_one(tmp_path: Path) -> None:
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
-    up = kbc(env, "cluster", "up", *BUILD, "--cluster-name", "kbc-no-docker", "--components", "none")
+    up = kbc_in(env, "cluster", "up", *BUILD, "--cluster-name", "kbc-no-docker", "--components", "none")
     assert up.returncode != 0
     assert "kbc docker up" in up.stderr and "DOCKER_HOST" in up.stderr, up.stderr
     assert not (paths.clusters_dir() / "kind-kbc-no-docker").exists()
@@ -139,9 +140,9 @@ def test_a_kind_cluster_kbc_did_not_create_is_never_touched(
     )
     try:
         assert containers_of(docker_env, name), made.stderr
-        down = kbc(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", name)
+        down = kbc_in(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", name)
         assert down.returncode != 0 and "kbc deletes only its own" in down.stderr, down.stderr
-        up = kbc(docker_env, "cluster", "up", *BUILD, "--cluster-name", name, "--components", "none")
+        up = kbc_in(docker_env, "cluster", "up", *BUILD, "--cluster-name", name, "--components", "none")
         assert up.returncode != 0 and "was not created by kbc; it is left alone" in up.stderr, up.stderr
         assert containers_of(docker_env, name) == [f"{name}-control-plane"]
         state = docker(docker_env, "inspect", "--format", "{{.State.Running}}", f"{name}-control-plane")
@@ -220,11 +221,11 @@ def test_the_canary_upgrades_the_charts_with_helm_on_kind(docker_env: dict[str, 
 def kind_cluster(docker_env: dict[str, str]) -> Iterator[subprocess.CompletedProcess[str]]:
     """``kbc cluster up`` of a kind cluster of built images with every component and a real-node worker;
     ``kbc cluster down`` afterwards, which must leave nothing."""
-    up = kbc(docker_env, "cluster", "up", *BUILD, "--cluster-name", CLUSTER, "--real-nodes", "1")
+    up = kbc_in(docker_env, "cluster", "up", *BUILD, "--cluster-name", CLUSTER, "--real-nodes", "1")
     try:
         yield up
     finally:
-        down = kbc(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", CLUSTER)
+        down = kbc_in(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", CLUSTER)
         assert down.returncode == 0, down.stderr
         assert_nothing_left(docker_env, CLUSTER)
 
@@ -334,7 +335,7 @@ def test_a_second_up_reuses_the_cluster_and_installs_nothing(
     kind_cluster: subprocess.CompletedProcess[str], docker_env: dict[str, str]
 ) -> None:
     assert kind_cluster.returncode == 0, kind_cluster.stderr
-    again = kbc(docker_env, "cluster", "up", *BUILD, "--cluster-name", CLUSTER, "--real-nodes", "1")
+    again = kbc_in(docker_env, "cluster", "up", *BUILD, "--cluster-name", CLUSTER, "--real-nodes", "1")
     assert again.returncode == 0, again.stderr
     assert f"kind cluster {CLUSTER} is already running; reusing it" in again.stderr
     assert "[components]" not in again.stderr and "creating kind cluster" not in again.stderr, again.stderr
