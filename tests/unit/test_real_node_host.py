@@ -20,6 +20,8 @@ from kbc.cluster.providers.local._realnode.model import (
     RealNodeOptions,
     RealNodeRecord,
 )
+from kbc.errors import BuildPrerequisiteError, ToolMissingError
+from kbc.supply.images import own
 from kbc.supply.images.archive import ImageArchive
 
 
@@ -172,3 +174,18 @@ def test_a_socket_nothing_listens_on_is_removed_one_in_use_stays(
         assert not dead.exists() and live.exists()
     teardown.prune_empty(kubelet)
     assert kubelet.exists(), "the live socket's file keeps its directory"
+
+
+def test_a_kept_pause_binary_needs_neither_go_nor_gcc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host without network, given the harness's cache (a GPU machine), needs no Go or gcc for it."""
+    monkeypatch.setenv("KBC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.delenv("KBC_GO", raising=False)
+    with pytest.raises((ToolMissingError, BuildPrerequisiteError)):
+        own.pause_binary("example.com/kubernetes", "v0.0.1")
+    kept = tmp_path / "images" / "pause-build" / "v0.0.1" / "pause"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"\x7fELF kept")
+    assert own.pause_binary("example.com/kubernetes", "v0.0.1") == kept
