@@ -1,0 +1,136 @@
+"""Old pins against new in kueue-perf: the medians compared, the band a calibration gives, and what the
+canary reads from the bench's lines."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbc.cli import bench_perf
+from kbc.cli import commands as cli
+from kbc.perf import (
+    PinsComparison,
+    band,
+    compare,
+    flag,
+    render_comparison,
+)
+from kbc.supply.lock import load_lock
+from tests.unit.kueue_perf_data import BASELINE
+
+
+def test_old_against_new_compares_the_medians_of_each_figure() -> None:
+    def summary(wall: float, small: float) -> dict[str, Any]:
+        return {
+            "figures": [
+                {"name": "wall", "value": wall, "unit": "ms"},
+                {"name": "small mean time to admission", "value": small, "unit": "ms"},
+            ]
+        }
+
+    old = [summary(100_000, 20_000), summary(110_000, 30_000), summary(90_000, 25_000)]
+    new = [summary(200_000, 25_000), summary(220_000, 25_000), summary(180_000, 25_000)]
+    comparison = compare(old, new)
+    assert comparison["wall"]["old"] == 100_000 and comparison["wall"]["new"] == 200_000
+    assert comparison["wall"]["ratio"] == 2.0 and comparison["wall"]["old_runs"] == [100_000, 110_000, 90_000]
+    assert comparison["small mean time to admission"]["ratio"] == 1.0
+    (header, wall, small) = render_comparison(comparison)
+    assert small.split()[-1] == "1.00"
+    assert "old pins" in header and wall.split()[-3:] == ["100.0s", "200.0s", "2.00"]
+
+
+def test_the_command_runs_the_pin_sets_it_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+
+    def perf(lock: Any, config: str, runs: int, **given: Any) -> dict[str, Any]:
+        seen.update(config=config, runs=runs, pins=given["pins"], force=given["force"], old=given["old_from"])
+        return {"benchmark": "kueue-perf"}
+
+    monkeypatch.setattr(bench_perf, "bench_kueue_perf", perf)
+    output = str(tmp_path / "bench.jsonl")
+    assert cli.main(["bench", "kueue-perf", "--runs", "2", "--output", output]) == 0
+    assert seen == {"config": "baseline", "runs": 2, "pins": "new", "force": False, "old": "previous"}
+    both = ["bench", "kueue-perf", "--config", "tas", "--pins", "both", "--force", "--output", output]
+    assert cli.main([*both, "--upgrade-from", "git:origin/main"]) == 0
+    assert seen == {"config": "tas", "runs": 3, "pins": "both", "force": True, "old": "git:origin/main"}
+
+
+def _figures(wall: float, usage: float) -> dict[str, Any]:
+    return {
+        "figures": [
+            {"name": "wall", "value": wall, "unit": "ms", "bound": "max"},
+            {"name": "cq usage", "value": usage, "unit": "%", "bound": "min"},
+        ]
+    }
+
+
+def test_a_figure_worse_than_the_band_of_its_calibration_is_flagged_and_better_never_is() -> None:
+    calibration = band([_figures(100_000, 50.0), _figures(120_000, 52.0), _figures(110_000, 51.0)])
+    # (120 - 100) / 110 apart: a wall time 18 % longer is within it; 25 % longer is not.
+    assert calibration == {"wall": 0.182, "cq usage": 0.039}
+    old = [_figures(100_000, 50.0)]
+    assert flag(compare(old, [_figures(118_000, 50.0)]), calibration) == {}
+    flagged = flag(compare(old, [_figures(125_000, 50.0)]), calibration)
+    assert list(flagged) == ["wall"] and "x1.25; the band is 18%" in flagged["wall"]
+    # Usage is bounded below: lower is worse; a band narrower than the floor gets the floor (10 %).
+    assert list(flag(compare(old, [_figures(100_000, 44.0)]), calibration)) == ["cq usage"]
+    assert flag(compare(old, [_figures(100_000, 46.0)]), calibration) == {}
+    assert flag(compare(old, [_figures(50_000, 80.0)]), calibration) == {}
+    with pytest.raises(ValueError, match="two runs"):
+        band(old)
+
+
+def test_the_canary_reads_old_against_new_from_the_benchs_lines_and_says_what_regressed(
+    tmp_path: Path,
+) -> None:
+    old = [_figures(100_000, 50.0)]
+    comparison = compare(old, [_figures(150_000, 50.0)])
+    flagged = flag(comparison, {})
+    result = {
+        "benchmark": "kueue-perf", "config": "baseline", "runs": 1, "pins": {"old": "v1", "new": "v2"},
+        "old_from": "previous", "incomplete": [], "medians": {}, "comparison": comparison,
+        "band_from": "no calibration", "flagged": flagged,
+    }  # fmt: skip
+    runs = tmp_path / "runs.jsonl"
+    lines = [json.dumps({"benchmark": "kueue-perf", "pins": "old", "run": 1}), json.dumps(result)]
+    found = PinsComparison.from_lines(lines, runs)
+    assert (found.old, found.new, found.held, list(found.flagged)) == ("v1", "v2", False, ["wall"])
+    assert "REGRESSED" in found.headline() and "Kueue v1 → v2" in found.headline()
+    assert any(line.startswith("REGRESSION wall: 100.0s on the old pins, 150.0s") for line in found.lines())
+    markdown = "\n".join(found.markdown())
+    assert "| wall | 100.0s | 150.0s | 1.50 | **regression** |" in markdown
+    assert "| cq usage | 50.0% | 50.0% | 1.00 |  |" in markdown and str(runs) in markdown
+    assert found.as_data()["held"] is False and found.as_data()["runs_file"] == str(runs)
+    # Nothing worse than the band and every run complete: held; a run that did not finish is not.
+    held = PinsComparison.of({**result, "comparison": compare(old, old), "flagged": {}})
+    assert held.held and "held" in held.headline()
+    unfinished = PinsComparison.of({**result, "flagged": {}, "incomplete": ["new pins, run 1: timed out"]})
+    assert not unfinished.held and "INCOMPLETE new pins, run 1: timed out" in unfinished.lines()
+    with pytest.raises(ValueError, match="no result line"):
+        PinsComparison.from_lines(lines[:1])
+
+
+def test_calibrating_takes_two_runs_of_the_pins_as_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "generator.yaml").write_text(BASELINE)
+    given = ["bench", "kueue-perf", "--config", str(tmp_path), "--calibrate", "--output", str(tmp_path / "o")]
+    assert cli.main([*given, "--runs", "1"]) == 1
+    assert "--calibrate needs --runs 2 at least" in capsys.readouterr().err
+    assert cli.main([*given, "--runs", "2", "--new-pins-config", "kueue:clientConnection.qps=5"]) == 1
+    assert "no --new-pins-config" in capsys.readouterr().err
+
+
+def test_a_calibration_of_both_pin_sets_keeps_the_wider_band_per_figure() -> None:
+    lock = load_lock()
+    summaries = {
+        "old": [_figures(100_000, 50.0), _figures(120_000, 50.0)],
+        "new": [_figures(100_000, 50.0), _figures(105_000, 60.0)],
+    }
+    found = bench_perf._calibration("baseline", {"old": lock, "new": lock}, summaries, {}, 2)
+    assert found["band"] == {"wall": 0.182, "cq usage": 0.182}
+    assert found["band_by_pins"]["old"] == {"wall": 0.182, "cq usage": 0.0}
+    assert found["pins"] == "old and new" and found["runs"] == 2
