@@ -78,3 +78,57 @@ def test_ignored_facts_are_not_compared() -> None:
     after = snap(**{"ClusterQueue q": {"uid": "1", "usage f/gpu": "2"}})
     assert compare(before, after, ignore=["usage f/gpu"]) == []
     assert len(compare(before, after)) == 1
+
+
+def placed(racks: list[str]) -> dict[str, Any]:
+    """An admitted Workload whose pod set Kueue placed in *racks* (one pod each)."""
+    admitted = workload()
+    admitted["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = {
+        "levels": ["example.com/rack"],
+        "domains": [{"values": [rack], "count": 1} for rack in racks],
+    }
+    return admitted
+
+
+def claim(device: str | None) -> dict[str, Any]:
+    """A ResourceClaim allocated *device* of the example driver (none: not allocated) and held by pod p."""
+    results = [{"driver": "gpu.example.com", "pool": "node-1", "device": device, "request": "gpu"}]
+    status = (
+        {"allocation": {"devices": {"results": results}}, "reservedFor": [{"name": "p"}]} if device else {}
+    )
+    return {
+        "kind": "ResourceClaim",
+        "metadata": {"name": "p-gpu", "namespace": "ns", "uid": "c1"},
+        "status": status,
+    }
+
+
+def test_a_topology_assignment_or_a_claims_allocation_that_moved_is_a_change_named_as_such() -> None:
+    """What the canary's DRA and topology state exists for: an upgrade that moves a running gang to another
+    rack, or hands its pod's claim another device, fails the canary and says so."""
+    before = snap(
+        **{
+            "Workload ns/job-x": facts_of(apis.WORKLOAD, placed(["rack-1", "rack-1"])),
+            "ResourceClaim ns/p-gpu": facts_of(apis.RESOURCE_CLAIM, claim("gpu-0")),
+        }
+    )
+    assert before.objects["ResourceClaim ns/p-gpu"]["allocation"] == "gpu.example.com/node-1/gpu-0"
+    assert before.objects["ResourceClaim ns/p-gpu"]["reservedFor"] == "p"
+    assert "topology main" in before.objects["Workload ns/job-x"]
+    after = snap(
+        **{
+            "Workload ns/job-x": facts_of(apis.WORKLOAD, placed(["rack-1", "rack-2"])),
+            "ResourceClaim ns/p-gpu": facts_of(apis.RESOURCE_CLAIM, claim("gpu-1")),
+        }
+    )
+    changes = [str(c) for c in compare(before, after)]
+    assert (
+        changes[0]
+        == "ResourceClaim ns/p-gpu: allocation: gpu.example.com/node-1/gpu-0 → gpu.example.com/node-1/gpu-1"
+    )
+    assert changes[1].startswith("Workload ns/job-x: topology main: ") and '"rack-2"' in changes[1], changes
+    assert len(changes) == 2, changes
+    unallocated = snap(**{"ResourceClaim ns/p-gpu": facts_of(apis.RESOURCE_CLAIM, claim(None))})
+    assert [str(c) for c in compare(before, unallocated) if "allocation" in str(c)] == [
+        "ResourceClaim ns/p-gpu: allocation: gpu.example.com/node-1/gpu-0 → (none)"
+    ]
