@@ -15,8 +15,10 @@ from kbc.perf import (
     PinsComparison,
     band,
     compare,
+    compare_context,
     flag,
     render_comparison,
+    render_context,
 )
 from kbc.supply.lock import load_lock
 from tests.unit.kueue_perf_data import BASELINE
@@ -134,3 +136,58 @@ def test_a_calibration_of_both_pin_sets_keeps_the_wider_band_per_figure() -> Non
     assert found["band"] == {"wall": 0.182, "cq usage": 0.182}
     assert found["band_by_pins"]["old"] == {"wall": 0.182, "cq usage": 0.0}
     assert found["pins"] == "old and new" and found["runs"] == 2
+
+
+def _costed(p90_ms: float, kueue_cores: float, kueue_mib: int) -> dict[str, Any]:
+    return {
+        **_figures(100_000, 50.0),
+        "workload_classes": {"small": {"p90_time_to_admission_ms": p90_ms}},
+        "processes": {
+            "kueue-controller-manager": {"mean_cores": kueue_cores, "peak_rss_mib": kueue_mib},
+            "kube-apiserver": {"mean_cores": 1.3, "peak_rss_mib": 3000},
+            "etcd": {"mean_cores": 0.1, "peak_rss_mib": 300},
+        },
+    }
+
+
+def test_the_p90s_and_the_controllers_cost_are_shown_old_against_new_and_never_judged() -> None:
+    old = [_costed(20_000, 0.4, 400), _costed(30_000, 0.5, 420), _costed(25_000, 0.3, 410)]
+    new = [_costed(50_000, 0.8, 800), _costed(60_000, 0.9, 820), _costed(55_000, 1.0, 810)]
+    context = compare_context(old, new)
+    assert list(context) == [
+        "small p90 time to admission",
+        "kueue-controller-manager mean cores",
+        "kueue-controller-manager peak memory",
+        "kube-apiserver mean cores",
+        "kube-apiserver peak memory",
+    ], "the controller under test and the API server it loads; not every process"
+    assert context["small p90 time to admission"] == {
+        "unit": "ms",
+        "old": 25_000,
+        "new": 55_000,
+        "ratio": 2.2,
+    }
+    assert context["kueue-controller-manager peak memory"]["ratio"] == 1.98
+    (header, p90, cores, memory, *_) = render_context(context)
+    assert "not judged" in header and p90.split()[-3:] == ["25.0s", "55.0s", "2.20"]
+    assert cores.split()[-5:] == ["0.40", "cores", "0.90", "cores", "2.25"]
+    assert memory.split()[-5:] == ["410", "MiB", "810", "MiB", "1.98"]
+    # Twice as slow at p90 and twice the controller's cost: shown, and still held, since no band guards them.
+    comparison = compare(old, new)
+    result = {
+        "benchmark": "kueue-perf", "config": "baseline", "runs": 3, "pins": {"old": "v1", "new": "v2"},
+        "old_from": "previous", "incomplete": [], "medians": {}, "comparison": comparison,
+        "band_from": "no calibration", "flagged": flag(comparison, {}), "context": context,
+    }  # fmt: skip
+    found = PinsComparison.of(result)
+    assert found.held and "shown, not judged (medians)" in "\n".join(found.lines())
+    markdown = "\n".join(found.markdown())
+    assert (
+        "Shown, not judged" in markdown
+        and "| small p90 time to admission | 25.0s | 55.0s | 2.20 |" in markdown
+    )
+    assert found.as_data()["context"] == context
+    assert (
+        PinsComparison.of({**result, "context": None}).markdown()
+        == PinsComparison.of({k: v for k, v in result.items() if k != "context"}).markdown()
+    ), "a result line written before the context existed still reads"
