@@ -457,22 +457,22 @@ def test_plugin_writes_product_yaml_with_junit_ids(pytester: pytest.Pytester) ->
 
 def test_plugin_claims_nothing_from_scenarios_that_broke_in_setup(pytester: pytest.Pytester) -> None:
     make_suites(pytester)
-    # Every gang scenario errs in setup with the harness's error, as when kind refuses the cluster's name.
+    # Every scenario errs in setup with the harness's error, as when kind refuses the cluster's name.
     pytester.makeconftest(
         "import pytest\n"
         "from kbc.errors import ClusterError\n"
         "@pytest.fixture(autouse=True)\n"
         "def cluster_of_a_bad_name(request):\n"
-        "    if 'gang' in request.node.nodeid:\n"
-        "        raise ClusterError('kind refused the cluster name Nightly-1')\n"
+        "    raise ClusterError('kind refused the cluster name Nightly-1')\n"
     )
     reports = pytester.path / "reports"
     pytester.runpytest_inprocess(*PLUGIN, "--report-dir", str(reports), "suites")
     items = entries(yaml.safe_load((reports / "ai-conformance" / "PRODUCT.yaml").read_text()))
-    gang = items[GANG_SCHEDULING]
-    assert (gang["status"], gang["evidence"]) == ("", []), gang
     said = "broke, so it showed nothing (kbc.errors.ClusterError: kind refused the cluster name Nightly-1)"
-    assert said in gang["notes"], gang["notes"]
+    for requirement in (GANG_SCHEDULING, ROBUST_CONTROLLER):
+        item = items[requirement]
+        assert (item["status"], item["evidence"]) == ("", []), item
+        assert said in item["notes"], item["notes"]
 
 
 def test_plugin_writes_nothing_for_tests_that_evidence_nothing(pytester: pytest.Pytester) -> None:
