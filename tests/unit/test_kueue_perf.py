@@ -156,7 +156,14 @@ def test_a_config_too_large_for_the_machine_is_refused_before_anything_starts(tm
     baseline = load_generator(write_config(tmp_path, BASELINE))
     (warning,) = bench_perf.check_fits(baseline, cores=2, memory_gib=24)
     assert "385 creates per second at its peak" in warning and "behind" in warning
-    assert bench_perf.check_fits(baseline, cores=16, memory_gib=24) == []
+    assert bench_perf.check_fits(baseline, cores=32, memory_gib=24) == []
+    # As many workloads as Kueue's large-scale, which two cores ran in 48 minutes: said before it starts.
+    large = load_generator(write_config(tmp_path, BASELINE.replace("count: 6", "count: 20")))
+    estimate, behind = bench_perf.check_fits(large, cores=2, memory_gib=24)
+    assert "50000 workloads in 100 ClusterQueues: creating them alone will take about 33 minutes" in estimate
+    assert "behind" in behind
+    with pytest.raises(PerfConfigError, match="this machine's 8 GiB hold about 28000"):
+        bench_perf.check_fits(large, cores=2, memory_gib=8)
 
 
 def test_the_command_refuses_a_directory_without_a_generator_and_says_what_it_takes(
