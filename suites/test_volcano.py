@@ -117,7 +117,7 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Kube, namespace: str,
             cpu=SMALL_CPU,
             node_selector=filler.node.selector,
         )
-        pg_name = wait_podgroup_of(kube, create_vcjob(kube, manifest, namespace), namespace)["metadata"][
+        pg_name = wait_podgroup_of(kube, namespace, create_vcjob(kube, namespace, manifest))["metadata"][
             "name"
         ]
 
@@ -157,8 +157,8 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Kube, namespace: str,
     with allure.step("the gang plugin marks the PodGroup Unschedulable (NotEnoughResources)"):
         wait_podgroup(
             kube,
-            pg_name,
             namespace,
+            pg_name,
             until=unschedulable,
             fail=went_running,
             what=(
@@ -244,12 +244,12 @@ def test_gang_binds_no_pod_until_the_whole_gang_fits(kube: Kube, namespace: str,
         wait_vcjob_pods_running(kube, namespace, "gang", GANG_SIZE, node=node)
         wait_podgroup(
             kube,
-            pg_name,
             namespace,
+            pg_name,
             until=lambda pg: phase(pg) == RUNNING,
             what=f"PodGroup {pg_name} to be Running",
         )
-        wait_vcjob_phase(kube, "gang", namespace, RUNNING)
+        wait_vcjob_phase(kube, namespace, "gang", RUNNING)
 
 
 # -- quota ------------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ def test_queue_capability_zero_holds_the_job_until_raised(
     pods = 2
     with allure.step(f"submit a vcjob of {pods} x 1 GPU to a Queue with capability {GPU}: 0"):
         manifest = vcjob("capped", zero_gpu_queue, replicas=pods, min_available=pods, cpu=SMALL_CPU)
-        pg_name = wait_podgroup_of(kube, create_vcjob(kube, manifest, namespace), namespace)["metadata"][
+        pg_name = wait_podgroup_of(kube, namespace, create_vcjob(kube, namespace, manifest))["metadata"][
             "name"
         ]
 
@@ -290,7 +290,7 @@ def test_queue_capability_zero_holds_the_job_until_raised(
 
     with allure.step("proportion refuses to enqueue it: queue resource quota insufficient"):
         expected = f"{QUOTA_INSUFFICIENT}: insufficient {GPU}"
-        wait_pending_because(kube, pg_name, namespace, message=expected, fail=admitted)
+        wait_pending_because(kube, namespace, pg_name, message=expected, fail=admitted)
     with allure.step("for the consistency window: zero pods, and the PodGroup stays Pending (never Inqueue)"):
         hold_list(
             kube,
@@ -323,10 +323,10 @@ def test_queue_capability_zero_holds_the_job_until_raised(
             return phase(podgroup) == RUNNING
 
         set_capability(kube, zero_gpu_queue, {GPU: str(pods)})
-        wait_podgroup(kube, pg_name, namespace, until=running, what=f"PodGroup {pg_name} to be Running")
+        wait_podgroup(kube, namespace, pg_name, until=running, what=f"PodGroup {pg_name} to be Running")
         assert INQUEUE in phases, f"PodGroup {pg_name} should pass through Inqueue; phases seen: {phases}"
         wait_vcjob_pods_running(kube, namespace, "capped", pods)
-        wait_vcjob_phase(kube, "capped", namespace, RUNNING)
+        wait_vcjob_phase(kube, namespace, "capped", RUNNING)
 
 
 # -- cohort: reclaim by weight ----------------------------------------------------------------------
@@ -391,7 +391,7 @@ def test_reclaim_between_queues_follows_their_weights(
             cpu=SMALL_CPU,
             preemptable=True,
         )
-        low_pg = wait_podgroup_of(kube, create_vcjob(kube, low_job, namespace), namespace)["metadata"]["name"]
+        low_pg = wait_podgroup_of(kube, namespace, create_vcjob(kube, namespace, low_job))["metadata"]["name"]
         wait_vcjob_pods_running(kube, namespace, "low", total)
     with allure.step(
         f"the weight-{HIGH_WEIGHT} queue asks for all {total} GPUs too, as {total} one-GPU jobs"
@@ -408,7 +408,7 @@ def test_reclaim_between_queues_follows_their_weights(
                 cpu=SMALL_CPU,
                 preemptable=False,
             )
-            create_vcjob(kube, one, namespace)
+            create_vcjob(kube, namespace, one)
 
     def shares(pods: list[Obj]) -> str:
         return (

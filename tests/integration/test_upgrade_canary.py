@@ -29,6 +29,14 @@ BLOCKING = (
     "suites/test_pods_ready.py::test_block_admission_holds_the_next_workload_until_the_admitted_gang_is_ready"
 )
 BLOCKING_STORY = "with blockAdmission, a workload that fits its quota waits"
+# Issue 27's scenarios the canary must carry from old pins to new: Kueue counting DRA devices in quota,
+# and its topology-aware placement.
+DRA_GANG = (
+    "suites/test_dra.py::test_kueue_admits_a_claim_gang_whole_within_its_dra_quota_and_the_next_waits_whole"
+)
+DRA_STORY = "Kueue admits a gang of claim-bearing pods whole within its DRA quota"
+ONE_RACK = "suites/test_topology.py::test_a_gang_that_needs_one_rack_lands_in_one_rack"
+ONE_RACK_STORY = "a gang that must fit one rack is admitted into one rack"
 CANARY_CLUSTER = "kbc-selftest-canary"
 
 
@@ -50,11 +58,11 @@ def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state(tmp_path: Path
         str(allure),
         "--report-dir",
         str(reports),
-        targets=(TARGET, RECLAIM, BLOCKING),
+        targets=(TARGET, RECLAIM, DRA_GANG, ONE_RACK, BLOCKING),
     )
-    # The reclaim scenario on the old pins, the canary, the reclaim scenario on the new pins; then the
-    # blocking scenario on its own cluster on the old pins, that cluster upgraded, and on the new pins.
-    assert run.outcomes == {"passed": 5, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+    # The reclaim, DRA and one-rack scenarios on the old pins, the canary, the three on the new pins; then
+    # the blocking scenario on its own cluster on the old pins, that cluster upgraded, and on the new pins.
+    assert run.outcomes == {"passed": 9, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
     environment = (allure / "environment.properties").read_text().splitlines()
     summary = (reports / "summary.md").read_text()
     assert "upgrade.from=previous" in environment, environment
@@ -67,6 +75,14 @@ def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state(tmp_path: Path
         assert f"upgrade.from.{name}.appVersion={old}" in environment, environment
         assert any(e.startswith(f"upgrade.{name}={old} → {new} in ") for e in environment), environment
     assert "objects kept" in run.output and "0 objects kept" not in run.output, run.explain()
+    # The live state carried a claim-bearing Workload and a topology-placed one through the upgrade: a
+    # cluster of the harness always offers DRA devices and racks, so none of them may be missing.
+    kept = json.loads((reports / "summary.json").read_text())["upgrade"]["kept"]
+    assert kept["claims"] >= 1 and kept["placed"] >= 1, kept
+    assert (
+        f"{kept['claims']} DRA claims' allocations and {kept['placed']} topology assignments unchanged"
+        in (run.output)
+    ), run.explain()
 
     profile_line = next(
         (line for line in run.output.splitlines() if line.startswith("cluster of kueue-waitforpodsready-1m")),
@@ -77,11 +93,18 @@ def test_the_canary_upgrades_kueue_and_jobset_and_keeps_the_state(tmp_path: Path
         upgraded = f"{name} {component.previous.app_version} → {component.app_version}"
         assert upgraded in profile_line, f"the blocking scenario's cluster: {upgraded}?\n" + run.explain()
     # Old against new, measured on both sides: the lender's reclaim preempted the borrower each time.
-    compared, blocking = json.loads((reports / "summary.json").read_text())["upgrade"]["comparison"]
-    assert blocking["scenario"].startswith(BLOCKING_STORY), blocking
-    assert blocking["old"]["outcome"] == blocking["new"]["outcome"] == "passed", blocking
-    assert blocking["old"]["not_admitted"] == blocking["new"]["not_admitted"] == 0, blocking
-    assert compared["scenario"].startswith(RECLAIM_STORY), compared
+    comparison = json.loads((reports / "summary.json").read_text())["upgrade"]["comparison"]
+    by_story = {
+        story: next((c for c in comparison if c["scenario"].startswith(story)), None)
+        for story in (RECLAIM_STORY, DRA_STORY, ONE_RACK_STORY, BLOCKING_STORY)
+    }
+    assert all(by_story.values()) and len(comparison) == 4, comparison
+    for story in (DRA_STORY, ONE_RACK_STORY, BLOCKING_STORY):
+        measured = by_story[story]
+        assert measured is not None and measured["old"]["outcome"] == measured["new"]["outcome"] == "passed"
+        assert measured["old"]["not_admitted"] == measured["new"]["not_admitted"] == 0, measured
+    compared = by_story[RECLAIM_STORY]
+    assert compared is not None
     for side in ("old", "new"):
         measured = compared[side]
         assert measured["outcome"] == "passed", compared
