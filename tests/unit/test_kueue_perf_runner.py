@@ -29,16 +29,25 @@ from kbc.perf._runner import ADMISSION_MANAGER, _Runner
 from kbc.perf._view import history, unfinished
 from tests.unit.kueue_perf_data import BASELINE, RANGESPEC, Applies, workload_object, write_config
 
+KEY = "cq/small-0-0-0"
+
+
+def watched(tmp_path: Path, client: Applies | None = None) -> tuple[_Runner, WorkloadRecord]:
+    """A runner over Kueue's baseline that knows one small workload, :data:`KEY`, created at 1.0 s (its
+    writes go to *client*)."""
+    config = load_generator(write_config(tmp_path, BASELINE))
+    runner = _Runner(client or Applies(), config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
+    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
+    runner.workloads[KEY] = record
+    return runner, record
+
 
 def test_a_workload_finishes_its_runtime_after_its_last_admission_and_an_eviction_unreserves_it(
     tmp_path: Path,
 ) -> None:
-    config = load_generator(write_config(tmp_path, BASELINE))
     client = Applies()
-    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
-    key = "cq/small-0-0-0"
-    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads[key] = record
+    runner, record = watched(tmp_path, client)
+    key = KEY
     runner.on_workload(workload_object(admitted=True), 10.0)
     assert record.admissions == [10.0] and runner.finish_heap == [(10.2, key)]
 
@@ -100,11 +109,8 @@ def test_the_figures_are_kueues_a_never_admitted_workload_counting_zero_and_usag
 
 
 def test_a_finish_lost_in_a_worker_is_shown_and_planned_again_by_the_sweep(tmp_path: Path) -> None:
-    config = load_generator(write_config(tmp_path, BASELINE))
-    runner = _Runner(Applies(), config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
-    key = "cq/small-0-0-0"
-    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads[key] = record
+    runner, record = watched(tmp_path)
+    key = KEY
     runner.on_workload(workload_object(admitted=True), 10.0)
 
     def lost(key: str, due: float) -> None:
@@ -132,11 +138,8 @@ def test_a_readmission_the_view_never_saw_unadmitted_is_planned_and_the_sweep_pl
 ) -> None:
     # The canary at scale (2026-11-27) left 6 workloads admitted and never finished: first seen admitted and
     # evicted at once, then admitted again, never seen unadmitted in between (a list skips states).
-    config = load_generator(write_config(tmp_path, BASELINE))
-    runner = _Runner(Applies(), config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
-    key = "cq/small-0-0-0"
-    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads[key] = record
+    runner, record = watched(tmp_path)
+    key = KEY
     evicted = workload_object(admitted=True, evicted=True)
     runner.on_workload(_admitted_at(evicted, "2026-11-27T17:58:52Z"), 10.0)
     assert (record.finish_due, record.unreserving) == (None, True)  # evicted: its reservation goes, no finish
@@ -170,12 +173,9 @@ def test_the_sweep_never_replaces_a_plan_a_writer_holds_and_waits_longer_for_an_
 ) -> None:
     """Under a backlog of writes longer than the grace, replacing queued plans made every one of them stale
     before it ran (2,649 finishes planned again in a baseline run, some never applied)."""
-    config = load_generator(write_config(tmp_path, BASELINE))
     client = Applies()
-    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
-    key = "cq/small-0-0-0"
-    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads[key] = record
+    runner, record = watched(tmp_path, client)
+    key = KEY
     runner.on_workload(workload_object(admitted=True), 10.0)
     record.finishing = 10.2  # popped and queued behind other writes
     runner.finish_heap.clear()
@@ -217,11 +217,7 @@ def test_the_replanned_finishes_are_told_apart_a_lost_plan_from_a_lagging_watch(
 
 
 def test_an_incomplete_run_names_the_workloads_admitted_and_never_finished(tmp_path: Path) -> None:
-    config = load_generator(write_config(tmp_path, BASELINE))
-    runner = _Runner(Applies(), config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
-    key = "cq/small-0-0-0"
-    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads[key] = record
+    runner, record = watched(tmp_path)
     runner.workloads["cq/never"] = WorkloadRecord("cq", "never", "small", 200, due=0.0, created=1.0)
     runner.on_workload(workload_object(admitted=True), 10.0)
     record.finishing = record.finish_due
@@ -239,12 +235,8 @@ def _writer_holds(record: WorkloadRecord) -> bool:
 def test_a_stalled_run_lists_the_workloads_and_plans_what_its_watch_missed(tmp_path: Path) -> None:
     """Once generation is done, nothing has finished for RESYNC_AFTER seconds and workloads are left, the
     runner lists them: an admission its watch never delivered is planned and counted, not waited on."""
-    config = load_generator(write_config(tmp_path, BASELINE))
     client = Applies()
-    runner = _Runner(client, config, workers=2, say=lambda _: None)  # type: ignore[arg-type]
-    key = "cq/small-0-0-0"
-    record = WorkloadRecord("cq", "small-0-0-0", "small", 200, due=0.0, created=1.0)
-    runner.workloads[key] = record
+    runner, record = watched(tmp_path, client)
     runner.unfinished = 1
     client.listed = [workload_object(admitted=True)]
     runner.last_finish = 100.0
