@@ -7,6 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from kbc.cluster.components import Upgraded
 from kbc.kueue import cohort_use, start_up_lines
 from kbc.labels import GPU
 from kbc.report.canary import Canary, summary_lines
@@ -86,3 +87,16 @@ def test_the_canary_summary_names_a_finding_first_among_its_lines() -> None:
     )
     lines = summary_lines(canary)
     assert "FINDING: over-admitted: after the upgrade the cohort holds 10 of 8" in lines, lines
+
+
+def test_the_canary_summary_says_what_the_upgrade_kept_and_what_came_and_went() -> None:
+    lock = load_lock(Path(__file__).resolve().parents[2] / "charts-lock.yaml")
+    kept = {"objects": 40, "admitted": 5, "pods": 9, "claims": 1, "placed": 1}
+    canary = Canary("previous", lock, lock, results=[Upgraded("kueue", "v1", "v2", True)], kept=dict(kept))
+    (line,) = [line for line in summary_lines(canary) if line.startswith("upgrade kueue")]
+    assert line.endswith("1 DRA claims' allocations and 1 topology assignments unchanged"), line
+    canary.kept.update(passing=2, passing_seconds=7)
+    (line,) = [line for line in summary_lines(canary) if line.startswith("upgrade kueue")]
+    assert line.endswith(
+        "unchanged; 2 status changes came and went within 7s (the report's upgrade scenario lists them)"
+    ), line

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kbc.errors import CommandError
-from kbc.process import ProcessRef, run_logged, spawn_detached, tail
+from kbc.process import ProcessRef, _is_zombie, run_logged, spawn_detached, tail
 
 
 def test_terminate_stops_the_whole_process_group(tmp_path: Path) -> None:
@@ -65,3 +65,24 @@ def test_a_process_says_the_cpu_and_peak_memory_it_used_and_nothing_once_gone() 
     assert ref.usage() is None
     mine = ProcessRef.of(os.getpid()).usage()
     assert mine is not None and mine[0] > 0 and mine[1] > 10 * 2**20
+
+
+def _fake_proc(root: Path, pid: int, state: str, threads: int) -> None:
+    (root / str(pid) / "task").mkdir(parents=True)
+    (root / str(pid) / "stat").write_text(f"{pid} (kueue) {state} 1 {pid} {pid} 0")
+    for n in range(threads):
+        (root / str(pid) / "task" / str(pid + n)).mkdir()
+
+
+@pytest.mark.parametrize(
+    ("state", "threads", "gone"),
+    [("S", 12, False), ("Z", 12, False), ("Z", 1, True), ("R", 1, False)],
+    ids=["running", "a zombie leader whose threads still exit", "a zombie alone", "running alone"],
+)
+def test_a_process_is_gone_only_once_its_last_thread_has_exited(
+    tmp_path: Path, state: str, threads: int, gone: bool
+) -> None:
+    # Its listening sockets close with the last thread, not when the leader turns zombie.
+    _fake_proc(tmp_path, 4242, state, threads)
+    assert _is_zombie(4242, proc=tmp_path) is gone
+    assert _is_zombie(4343, proc=tmp_path), "a pid /proc does not know is gone"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbc import apis
-from kbc.snapshot import Snapshot, compare, facts_of, key_of
+from kbc.snapshot import Snapshot, compare, compare_settled, facts_of, key_of, messages
 
 
 def workload(admitted: bool = True, evicted: bool = False) -> dict[str, Any]:
@@ -132,3 +132,39 @@ def test_a_topology_assignment_or_a_claims_allocation_that_moved_is_a_change_nam
     assert [str(c) for c in compare(before, unallocated) if "allocation" in str(c)] == [
         "ResourceClaim ns/p-gpu: allocation: gpu.example.com/node-1/gpu-0 → (none)"
     ]
+
+
+def pending(reason: str, message: str) -> dict[str, Any]:
+    found = workload(admitted=False)
+    found["status"]["conditions"] = [
+        {"type": "QuotaReserved", "status": "False", "reason": reason, "message": message}
+    ]
+    return found
+
+
+def taken(obj: dict[str, Any]) -> Snapshot:
+    return Snapshot({key_of(obj): facts_of(apis.WORKLOAD, obj)}, {key_of(obj): messages(obj)})
+
+
+def test_a_changed_condition_says_its_new_message_which_is_never_compared() -> None:
+    before = taken(pending("Pending", "couldn't assign flavors to pod set main: insufficient quota"))
+    reworded = taken(pending("Pending", "insufficient unused quota for nvidia.com/gpu in flavor h100"))
+    assert compare(before, reworded) == []
+    inactive = taken(pending("Inadmissible", "ClusterQueue team-a is inactive"))
+    assert [str(c) for c in compare(before, inactive)] == [
+        "Workload ns/job-x: condition QuotaReserved: False (Pending) → False (Inadmissible): "
+        '"ClusterQueue team-a is inactive"'
+    ]
+
+
+def test_a_change_that_settles_is_passing_and_one_that_stays_is_the_verdict() -> None:
+    before = taken(pending("Pending", "insufficient quota"))
+    inactive = taken(pending("Inadmissible", "ClusterQueue team-a is inactive"))
+    evicted = taken(workload(admitted=False, evicted=True))
+    states = iter([inactive, inactive, before])
+    settled = compare_settled(before, lambda: next(states), within=10, step=0.01)
+    assert settled.changes == []
+    assert [c.after for c in settled.passing] == ["False (Inadmissible)"]
+    stays = compare_settled(before, lambda: evicted, within=0.05, step=0.01)
+    assert [c.fact for c in stays.changes] == ["condition Evicted", "condition QuotaReserved"]
+    assert stays.passing == []
