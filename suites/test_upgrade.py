@@ -22,6 +22,8 @@ certificates after the upgrade.
 
 With ``--scale CONFIG`` the canary also compares Kueue's own performance test on the old pins and the
 new (``test_kueues_performance_test_holds_from_old_pins_to_new``, run first, on clusters of its own).
+With ``--upgrade-load QUEUESxWORKLOADS`` it also upgrades Kueue under a live state of that size on a
+cluster of its own (``test_an_upgrade_under_load_keeps_every_object_admission_and_quota``).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from kbc.kueue import (
 from kbc.kueue.settings import DRA_QUOTA
 from kbc.kueue.topology import required, topology
 from kbc.labels import BLOCK_LABEL, DRA_DRIVER, GPU, HOSTNAME_LABEL, PRODUCT_LABEL, RACK_LABEL
-from kbc.perf import PinsComparison
+from kbc.perf import PinsComparison, UpgradeUnderLoad
 from kbc.snapshot import (
     ABSENT,
     KEPT_PROPERTY,
@@ -435,4 +437,21 @@ def test_kueues_performance_test_holds_from_old_pins_to_new(kueue_scale: PinsCom
             f"performance test worse than the old (Kueue {kueue_scale.old}) by more than the band ("
             f"{kueue_scale.band_from}):\n"
             + "\n".join(f"  {name}: {why}" for name, why in kueue_scale.flagged.items())
+        )
+
+
+@pytest.mark.upgrade_load
+@allure.story("Kueue upgraded under thousands of live objects loses, remakes and re-admits none of them")
+def test_an_upgrade_under_load_keeps_every_object_admission_and_quota(
+    kueue_upgrade_load: UpgradeUnderLoad,
+) -> None:
+    """With ``--upgrade-load QUEUESxWORKLOADS``: a live state of that many ClusterQueues and Workloads
+    (finished, admitted, pending) made on the old pins, then Kueue upgraded as the provider's users
+    upgrade it; no object lost or made again, no admission changed, none evicted, admitted twice or over
+    its ClusterQueue's quota, every ClusterQueue's accounting equal to its Workloads', and the pending
+    workloads that fit after the upgrade admitted (``kbc bench upgrade-load``; its times in the report)."""
+    with allure.step(f"verify: {kueue_upgrade_load.headline()}"):
+        assert kueue_upgrade_load.held, (
+            f"the upgrade under load did not keep what the cluster held ({kueue_upgrade_load.runs_file}):\n"
+            + "\n".join(f"  {finding}"[:600] for finding in kueue_upgrade_load.findings)
         )

@@ -3,14 +3,19 @@ accounting check, and how a run is reported."""
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kbc.cli.bench_upgrade import render, summarize
 from kbc.errors import HarnessError
-from kbc.perf import LiveSize
+from kbc.perf import LiveSize, UpgradeUnderLoad
+from kbc.perf import render_upgrade_run as render
+from kbc.perf import summarize_upgrade_runs as summarize
 from kbc.perf._live_watch import Tally, accounting
+from kbc.plugins.canary_load import parse_size
 
 
 def test_the_default_size_is_the_issue_s_and_splits_each_queue_in_fifths() -> None:
@@ -113,3 +118,37 @@ def test_a_run_reads_as_its_times_then_what_it_kept_or_lost() -> None:
     assert "never" in kept and "kept: every object" in kept
     lost = render(_record(1, 10.0, {"lost": ["Workload/q/w-1"]}))
     assert "NOT KEPT, lost: 1" in lost and "Workload/q/w-1" in lost and "kept: every" not in lost
+
+
+def test_the_canary_reads_the_bench_s_lines_into_its_headline_table_and_data(tmp_path: Path) -> None:
+    runs = tmp_path / "upgrade-load-canary.jsonl"
+    lines = [json.dumps(_record(1, 10.0, {})), json.dumps(summarize([_record(1, 10.0, {})]))]
+    result = UpgradeUnderLoad.from_lines(lines, runs_file=runs)
+    assert result.held and len(result.records) == 1, "the bench's summary line is not a run"
+    assert result.headline() == (
+        "Kueue OLD → NEW on local under 4 ClusterQueues and 40 Workloads: upgrade 10.00s, pending_admitted "
+        "never (1 run); everything kept"
+    )
+    table = result.markdown()
+    assert "| upgrade | 10.00s | 10.00s |" in table and "| pending_admitted | never | never |" in table
+    assert table[-1] == f"Runs: `{runs}`"
+    assert result.as_data()["runs_seconds"] == [{"upgrade": 10.0, "pending_admitted": None}]
+    lost = UpgradeUnderLoad.from_lines([json.dumps(_record(1, 9.0, {"lost": ["Workload/q/w-1"]}))])
+    assert not lost.held and lost.headline().endswith("NOT KEPT (1 findings)")
+    assert "- **not kept**, run 1: lost: ['Workload/q/w-1']" in lost.markdown()
+    with pytest.raises(ValueError, match="no run of kbc bench upgrade-load"):
+        UpgradeUnderLoad.from_lines([json.dumps(summarize([_record(1, 10.0, {})]))])
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ("100", "expected QUEUESxWORKLOADS, e.g. 100x5000"),
+        ("ten x 40", "expected QUEUESxWORKLOADS"),
+        ("10x40", "--upgrade-load 10x40: --workloads 40 over --cluster-queues 10 gives 4 per ClusterQueue"),
+    ],
+)
+def test_a_canary_load_size_it_cannot_run_names_the_option(given: str, words: str) -> None:
+    with pytest.raises(HarnessError, match=re.escape(words)):
+        parse_size(given)
+    assert (parse_size(" 4 X 40 ").cluster_queues, parse_size("4x40").workloads) == (4, 40)
