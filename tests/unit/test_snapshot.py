@@ -168,3 +168,15 @@ def test_a_change_that_settles_is_passing_and_one_that_stays_is_the_verdict() ->
     stays = compare_settled(before, lambda: evicted, within=0.05, step=0.01)
     assert [c.fact for c in stays.changes] == ["condition Evicted", "condition QuotaReserved"]
     assert stays.passing == []
+
+
+def test_a_change_no_controller_can_undo_ends_the_wait_at_once() -> None:
+    before = snap(**{"Job ns/a": {"uid": "1"}})
+    calls = []
+
+    def take() -> Snapshot:
+        calls.append(1)
+        return snap(**{"Job ns/a": {"uid": "2"}})
+
+    settled = compare_settled(before, take, within=30, step=0.01)
+    assert [str(c) for c in settled.changes] == ["Job ns/a: uid: 1 → 2"] and len(calls) == 1
