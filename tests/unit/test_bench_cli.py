@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,23 @@ def test_every_bench_line_carries_the_machine_s_speed_then(tmp_path: Path) -> No
         machine = line["machine"]
         assert machine["probe"] == PROBE and machine["cpus"] == os.cpu_count()
         assert machine["probe_seconds"] > 0 and machine["load_1m"] >= 0
+
+
+def test_a_reader_that_goes_away_ends_kbc_quietly_with_sigpipe_s_status(tmp_path: Path) -> None:
+    # `kbc docker status | head -1`: the command's output stops being read; no traceback follows.
+    child = (
+        "import sys\n"
+        "from kbc.cli import commands\n"
+        "def gone(args):\n"
+        "    raise BrokenPipeError(32, 'Broken pipe')\n"
+        "commands._cluster_list = gone\n"
+        "sys.exit(commands.main(['cluster', 'list']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", child],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "KBC_CACHE_DIR": str(tmp_path)},
+    )
+    assert done.returncode == 141 and "Traceback" not in done.stderr, done.stderr
