@@ -165,6 +165,15 @@ def test_a_change_that_settles_is_passing_and_one_that_stays_is_the_verdict() ->
     settled = compare_settled(before, lambda: next(states), within=10, step=0.01)
     assert settled.changes == []
     assert [c.after for c in settled.passing] == ["False (Inadmissible)"]
+    misconfigured = taken(pending("Misconfigured", "LocalQueue team-a doesn't exist"))
+    seen: list[Snapshot] = []
+
+    def moving_on() -> Snapshot:
+        seen.append(inactive if not seen else misconfigured)
+        return seen[-1]
+
+    other = compare_settled(before, moving_on, within=0.2, step=0.01)
+    assert [c.after for c in other.changes] == ["False (Misconfigured)"] and other.passing == []
     stays = compare_settled(before, lambda: evicted, within=0.05, step=0.01)
     assert [c.fact for c in stays.changes] == ["condition Evicted", "condition QuotaReserved"]
     assert stays.passing == []
