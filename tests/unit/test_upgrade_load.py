@@ -134,7 +134,7 @@ def test_the_canary_reads_the_bench_s_lines_into_its_headline_table_and_data(tmp
     assert table[-1] == f"Runs: `{runs}`"
     assert result.as_data()["runs_seconds"] == [{"upgrade": 10.0, "pending_admitted": None}]
     lost = UpgradeUnderLoad.from_lines([json.dumps(_record(1, 9.0, {"lost": ["Workload/q/w-1"]}))])
-    assert not lost.held and lost.headline().endswith("NOT KEPT (1 findings)")
+    assert not lost.held and lost.headline().endswith("NOT KEPT (1 finding)")
     assert "- **not kept**, run 1: lost: ['Workload/q/w-1']" in lost.markdown()
     with pytest.raises(ValueError, match="no run of kbc bench upgrade-load"):
         UpgradeUnderLoad.from_lines([json.dumps(summarize([_record(1, 10.0, {})]))])
