@@ -15,7 +15,7 @@ from kbc.perf import LiveSize, UpgradeUnderLoad
 from kbc.perf import render_upgrade_run as render
 from kbc.perf import summarize_upgrade_runs as summarize
 from kbc.perf._live_watch import Tally, accounting
-from kbc.plugins.canary_load import parse_size
+from kbc.plugins.canary_load import parse_size, pytest_collection_modifyitems
 
 
 def test_the_default_size_is_the_issue_s_and_splits_each_queue_in_fifths() -> None:
@@ -152,3 +152,36 @@ def test_a_canary_load_size_it_cannot_run_names_the_option(given: str, words: st
     with pytest.raises(HarnessError, match=re.escape(words)):
         parse_size(given)
     assert (parse_size(" 4 X 40 ").cluster_queues, parse_size("4x40").workloads) == (4, 40)
+
+
+class _Item:
+    def __init__(self, name: str, mark: str | None = None) -> None:
+        self.name, self.mark = name, mark
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return object() if name == self.mark else None
+
+
+class _Config:
+    def __init__(self, upgrade_load: str | None) -> None:
+        self.given = {"upgrade_load": upgrade_load}
+        self.deselected: list[Any] = []
+        self.hook = self
+
+    def getoption(self, dest: str) -> Any:
+        return self.given.get(dest)
+
+    def pytest_deselected(self, items: list[Any]) -> None:
+        self.deselected += items
+
+
+def test_the_upgrade_under_load_runs_after_the_performance_runs_and_before_the_canary_s_cluster() -> None:
+    items = [_Item("suite"), _Item("canary"), _Item("load", "upgrade_load"), _Item("perf", "scale")]
+    ordered = list(items)
+    pytest_collection_modifyitems(_Config("4x40"), ordered)  # type: ignore[arg-type]
+    assert [i.name for i in ordered] == ["perf", "load", "suite", "canary"]
+    without = _Config(None)
+    left = list(items)
+    pytest_collection_modifyitems(without, left)  # type: ignore[arg-type]
+    assert [i.name for i in left] == ["suite", "canary", "perf"]
+    assert [i.name for i in without.deselected] == ["load"]
