@@ -344,8 +344,8 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
                 attachment_type=allure.attachment_type.TEXT,
             )
         assert not settled.changes, (
-            "the upgrade changed what the cluster held (before → after, still so "
-            f"{settled.seconds:.0f}s after the upgrade):\n" + "\n".join(map(str, settled.changes))
+            "the upgrade changed what the cluster held (before → after), still so "
+            f"{settled.seconds:.0f}s after the upgrade:\n" + "\n".join(map(str, settled.changes))
         )
         pods = before.of_kind(apis.POD)
         workloads = [w for w in before.of_kind(apis.WORKLOAD).values() if w["admission"] != ABSENT]
