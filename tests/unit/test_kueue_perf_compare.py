@@ -4,13 +4,16 @@ canary reads from the bench's lines."""
 from __future__ import annotations
 
 import json
+import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kbc.cli import bench_perf
+from kbc.cli import _band, bench_perf
 from kbc.cli import commands as cli
+from kbc.errors import PerfConfigError
 from kbc.perf import (
     PinsComparison,
     band,
@@ -103,12 +106,21 @@ def test_the_canary_reads_old_against_new_from_the_benchs_lines_and_says_what_re
     assert "REGRESSED" in found.headline() and "Kueue v1 → v2" in found.headline()
     assert any(line.startswith("REGRESSION wall: 100.0s on the old pins, 150.0s") for line in found.lines())
     markdown = "\n".join(found.markdown())
-    assert "| wall | 100.0s | 150.0s | 1.50 | **regression** |" in markdown
-    assert "| cq usage | 50.0% | 50.0% | 1.00 |  |" in markdown and str(runs) in markdown
+    assert "| wall | 100.0s | 150.0s | 1.50 | 10% | **regression** |" in markdown
+    assert "| cq usage | 50.0% | 50.0% | 1.00 | 10% |  |" in markdown and str(runs) in markdown
     assert found.as_data()["held"] is False and found.as_data()["runs_file"] == str(runs)
     # Nothing worse than the band and every run complete: held; a run that did not finish is not.
     held = PinsComparison.of({**result, "comparison": compare(old, old), "flagged": {}})
     assert held.held and "held" in held.headline()
+    assert "(no calibration: every figure's band is the floor, 10%)" in held.headline()
+    # With a calibration: each figure's band in every view, and the calibration kept with the result.
+    calibration = {"runs": 3, "calibrated_at": "2026-11-28T11:00:00+00:00", "band": {"wall": 0.3}}
+    banded = PinsComparison.of({**result, "band": {"wall": 0.3}, "band_calibration": calibration})
+    assert "(band of 3 runs each, calibrated 2026-11-28)" in banded.headline()
+    assert "| wall | 100.0s | 150.0s | 1.50 | 30% | **regression** |" in "\n".join(banded.markdown())
+    assert any(line.startswith("band: wall 30%, cq usage 10%; from ") for line in banded.lines())
+    assert banded.as_data()["calibration"] == calibration
+    assert banded.as_data()["band"] == {"wall": 0.3, "cq usage": 0.1}
     unfinished = PinsComparison.of({**result, "flagged": {}, "incomplete": ["new pins, run 1: timed out"]})
     assert not unfinished.held and "INCOMPLETE new pins, run 1: timed out" in unfinished.lines()
     with pytest.raises(ValueError, match="no result line"):
@@ -132,10 +144,102 @@ def test_a_calibration_of_both_pin_sets_keeps_the_wider_band_per_figure() -> Non
         "old": [_figures(100_000, 50.0), _figures(120_000, 50.0)],
         "new": [_figures(100_000, 50.0), _figures(105_000, 60.0)],
     }
-    found = bench_perf._calibration("baseline", {"old": lock, "new": lock}, summaries, {}, 2)
+    when = datetime(2026, 11, 28, 11, 0, tzinfo=UTC)
+    found = _band.calibration("baseline", {"old": lock, "new": lock}, summaries, {}, 2, now=when)
     assert found["band"] == {"wall": 0.182, "cq usage": 0.182}
     assert found["band_by_pins"]["old"] == {"wall": 0.182, "cq usage": 0.0}
     assert found["pins"] == "old and new" and found["runs"] == 2
+    assert found["config"] == "baseline" and found["calibrated_at"] == "2026-11-28T11:00:00+00:00"
+
+
+def _band_file(tmp_path: Path, **fields: Any) -> Path:
+    path = tmp_path / "band.json"
+    record = {
+        "config": "baseline",
+        "pins": "old and new",
+        "kueue": "v1, v2",
+        "runs": 3,
+        "band": {"wall": 0.2},
+    }
+    path.write_text(json.dumps({**record, **fields}))
+    return path
+
+
+def test_a_band_says_when_and_on_what_it_was_calibrated_and_what_makes_it_weaker(tmp_path: Path) -> None:
+    path = _band_file(tmp_path, calibrated_at="2026-11-28T09:00:00+00:00")
+    now = datetime(2026, 11, 28, 11, 30, tzinfo=UTC)
+    used = _band.read_band(path, "baseline", ("v1", "v2"), now=now)
+    assert used.widths == {"wall": 0.2} and used.notes == ()
+    assert (
+        f"{path}: 3 runs each of Kueue v1, v2 (old and new pins), calibrated 2026-11-28 09:00 UTC"
+        in used.source
+    )
+    assert "(2.5 h before this run); floor 10%" in used.source
+    data = used.as_data()
+    assert data is not None and data["file"] == str(path) and data["age_hours"] == 2.5
+    # Another release than the band ran, and a band of another day: both said, neither refused.
+    later = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    weaker = _band.read_band(path, "baseline", ("v2", "v3"), now=later)
+    assert weaker.notes[0].startswith("calibrated on Kueue v1, v2, not on v3")
+    assert (
+        weaker.notes[1].startswith("calibrated 3 days before this run") and weaker.notes[1] in weaker.source
+    )
+    # What this run calibrated itself is not "before" it.
+    assert "these runs, written to" in _band.read_band(path, "baseline", ("v1",), just_written=True).source
+
+
+def test_a_band_file_of_before_it_said_when_gives_the_files_time(tmp_path: Path) -> None:
+    path = _band_file(tmp_path)
+    os.utime(path, (datetime(2026, 11, 28, 1, 22, tzinfo=UTC).timestamp(),) * 2)
+    used = _band.read_band(path, "baseline", now=datetime(2026, 11, 28, 1, 52, tzinfo=UTC))
+    assert "calibrated 2026-11-28 01:22 UTC (the file's time) (30 min before this run)" in used.source
+
+
+def test_no_band_file_gives_the_floor_and_says_how_to_calibrate(tmp_path: Path) -> None:
+    used = _band.read_band(tmp_path / "none.json", "baseline")
+    assert used.widths == {} and used.as_data() is None
+    assert "kbc bench kueue-perf --config baseline --pins both --runs 3 --calibrate" in used.source
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "says"),
+    [
+        (
+            json.dumps({"config": "tas", "band": {}}),
+            "config",
+            "a band of another config cannot judge 'baseline'",
+        ),
+        ("[1]", "band", "not a calibration kbc bench kueue-perf wrote"),
+        ("{", "band", "not a calibration kbc bench kueue-perf wrote"),
+        (json.dumps({"band": {"wall": "wide"}}), "band", "not a calibration"),
+        (json.dumps({"band": {}, "calibrated_at": "Friday"}), "calibrated_at", "not an ISO 8601 time"),
+    ],
+)
+def test_a_band_file_that_cannot_judge_this_config_is_refused_naming_the_field(
+    tmp_path: Path, text: str, field: str, says: str
+) -> None:
+    path = tmp_path / "band.json"
+    path.write_text(text)
+    with pytest.raises(PerfConfigError, match=says) as refused:
+        _band.read_band(path, "baseline")
+    assert (refused.value.path, refused.value.field) == (path, field)
+
+
+def test_a_band_of_another_config_is_refused_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "generator.yaml").write_text(BASELINE)
+    band_file = _band_file(tmp_path, config="tas")
+
+    def no_run(*_: Any, **__: Any) -> Any:
+        raise AssertionError("a run started although the band was refused")
+
+    monkeypatch.setattr(bench_perf, "_one_run", no_run)
+    with pytest.raises(PerfConfigError, match="'tas': a band of another config"):
+        bench_perf.bench_kueue_perf(
+            load_lock(), str(tmp_path), 1, pins="both", timeout=None, force=True,
+            emit=lambda _: None, say=lambda _: None, band_file=band_file,
+        )  # fmt: skip
 
 
 def _costed(p90_ms: float, kueue_cores: float, kueue_mib: int) -> dict[str, Any]:
