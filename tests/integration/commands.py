@@ -78,11 +78,14 @@ def run_bounded(
         raise TimedOut(command, timeout, (out or "") + (err or "")) from None
     except BaseException:  # the test itself interrupted: the command unwinds with it
         _signal_group(proc.pid, signal.SIGTERM)
+        # Its output is read while it unwinds, as on a timeout: a command that prints its report on the
+        # way out (a bench names what it left unfinished) would otherwise block on a full pipe, be
+        # killed, and leave its cluster behind.
         try:
-            proc.wait(timeout=30)
+            proc.communicate(timeout=STOP_GRACE)
         except subprocess.TimeoutExpired:
             _signal_group(proc.pid, signal.SIGKILL)
-            proc.wait()
+            proc.communicate()
         raise
     return subprocess.CompletedProcess(list(command), proc.returncode, out, err)
 
