@@ -168,6 +168,28 @@ def test_a_readmission_the_view_never_saw_unadmitted_is_planned_and_the_sweep_pl
     )
 
 
+def test_an_eviction_whose_reservation_kueue_gave_again_before_the_runner_took_it_off_is_planned(
+    tmp_path: Path,
+) -> None:
+    # The baseline of 2026-11-28 never planned 4 finishes a run, each seen so: not admitted; admitted and
+    # evicted since T; admitted since T, in the same tenth of a second. Kueue resets Evicted when it reserves
+    # quota again, and Admitted, never False in between, keeps its transition time.
+    client = Applies()
+    runner, record = watched(tmp_path, client)
+    runner.on_workload(workload_object(admitted=False), 58.2)
+    evicted = workload_object(admitted=True, evicted=True)
+    runner.on_workload(_admitted_at(evicted, "2026-11-28T09:22:02Z"), 246.3)
+    assert (record.finish_due, record.unreserving) == (None, True)
+    runner.on_workload(_admitted_at(workload_object(admitted=True), "2026-11-28T09:22:02Z"), 246.5)
+    assert record.admissions == [246.3, 246.5] and record.finish_due == 246.7
+    assert runner.finish_heap == [(246.7, KEY)]
+    runner.writers.shutdown(wait=True)
+    client.applied.clear()
+    runner._finish(KEY, 246.7)
+    ((_, _, manager),) = client.applied
+    assert manager == "kueue-job-controller-Finished" and runner.replanned == 0
+
+
 def test_the_sweep_never_replaces_a_plan_a_writer_holds_and_waits_longer_for_an_accepted_finish(
     tmp_path: Path,
 ) -> None:
