@@ -22,6 +22,7 @@ from kbc.perf import (
     flag,
     render_comparison,
     render_context,
+    widened_by_new,
 )
 from kbc.supply.lock import load_lock
 from tests.unit.kueue_perf_data import BASELINE
@@ -150,6 +151,35 @@ def test_a_calibration_of_both_pin_sets_keeps_the_wider_band_per_figure() -> Non
     assert found["band_by_pins"]["old"] == {"wall": 0.182, "cq usage": 0.0}
     assert found["pins"] == "old and new" and found["runs"] == 2
     assert found["config"] == "baseline" and found["calibrated_at"] == "2026-11-28T11:00:00+00:00"
+
+
+def test_a_band_the_new_pins_own_spread_set_is_said_beside_the_verdict() -> None:
+    # The calibration of 2026-11-28 09:19 UTC: usage on v0.19.2 ran 43.2, 58.0 and 44.8 % against v0.19.1's
+    # 57.7, 54.6 and 61.2; new/old 0.78 held only because the new pins' own runs set the band at 33 %.
+    by_pins = {
+        "old": {"wall": 0.059, "medium mean time to admission": 0.351, "cq usage": 0.114},
+        "new": {"wall": 0.101, "medium mean time to admission": 0.32, "cq usage": 0.33},
+    }
+    widened = widened_by_new(by_pins)
+    assert list(widened) == ["cq usage"]
+    assert widened["cq usage"].startswith("its band (33%) is the new pins' own spread, over 2 times the old")
+    assert widened_by_new({"new": {"wall": 0.5}}) == {} and widened_by_new(None) == {}
+    old = [_figures(100_000, 57.7)]
+    result = {
+        "benchmark": "kueue-perf", "config": "baseline", "runs": 1, "pins": {"old": "v1", "new": "v2"},
+        "incomplete": [], "medians": {}, "comparison": compare(old, [_figures(100_000, 44.8)]),
+        "band_from": "a calibration", "flagged": {}, "band": {"wall": 0.101, "cq usage": 0.33},
+        "band_calibration": {"runs": 3, "calibrated_at": "2026-11-28T09:54Z", "band_by_pins": by_pins},
+    }  # fmt: skip
+    found = PinsComparison.of(result)
+    assert found.held and list(found.as_data()["widened_by_new"]) == ["cq usage"]
+    assert any(
+        line.startswith("band widened by the new pins, cq usage: its band (33%)") for line in found.lines()
+    )
+    markdown = "\n".join(found.markdown())
+    assert (
+        "Band widened by the new pins (shown, not judged):" in markdown and "- cq usage: its band" in markdown
+    )
 
 
 def _band_file(tmp_path: Path, **fields: Any) -> Path:
