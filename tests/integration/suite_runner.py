@@ -8,6 +8,7 @@ them, and by the words that explain its failure.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import tempfile
 import warnings
@@ -73,17 +74,26 @@ def run_pytest(
 ) -> InnerRun:
     """Run pytest with *args* in the repository (in *env*, else this process's environment), the sabotage
     plugin *sabotage* loaded; judge it by its JUnit XML."""
-    junit = junit or Path(tempfile.mkdtemp(prefix="kbc-inner-")) / "junit.xml"
+    # A folder of its own for the JUnit XML unless the caller keeps it: removed once read (make test ran
+    # about 120 inner runs, and left a folder in /tmp for each).
+    scratch = None
+    if junit is None:
+        scratch = Path(tempfile.mkdtemp(prefix="kbc-inner-"))
+        junit = scratch / "junit.xml"
     command = [sys.executable, "-m", "pytest", *args]
     command += ["-p", "no:cacheprovider", "--tb=short", "-q", "--junitxml", str(junit), *extra]
     if sabotage:
         command += ["-p", f"tests.sabotage.{sabotage}"]
-    # `python -m` puts the working directory on sys.path, which makes tests.sabotage importable.
-    proc = run_bounded(command, timeout=timeout, env=env)
-    run = InnerRun(command, proc.returncode, proc.stdout + proc.stderr)
-    if junit.is_file():
-        run.outcomes, run.failures = read_junit(junit)
-    return run
+    try:
+        # `python -m` puts the working directory on sys.path, which makes tests.sabotage importable.
+        proc = run_bounded(command, timeout=timeout, env=env)
+        run = InnerRun(command, proc.returncode, proc.stdout + proc.stderr)
+        if junit.is_file():
+            run.outcomes, run.failures = read_junit(junit)
+        return run
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 OVER_ADMITTED = "kbc.errors.OverAdmitted"
