@@ -154,7 +154,7 @@ def test_a_calibration_of_both_pin_sets_keeps_the_wider_band_per_figure() -> Non
 
 
 def test_a_band_the_new_pins_own_spread_set_is_said_beside_the_verdict() -> None:
-    # The calibration of 2026-11-28 09:19 UTC: usage on v0.19.2 ran 43.2, 58.0 and 44.8 % against v0.19.1's
+    # The calibration of 2026-11-28 09:19 UTC: usage on the new pins ran 43.2, 58.0 and 44.8 %, on the old
     # 57.7, 54.6 and 61.2; new/old 0.78 held only because the new pins' own runs set the band at 33 %.
     by_pins = {
         "old": {"wall": 0.059, "medium mean time to admission": 0.351, "cq usage": 0.114},
