@@ -17,11 +17,13 @@ UV_HOME  := $(CACHE)/uv-$(UV_VERSION)
 UV       := $(UV_HOME)/bin/uv
 RUN      := $(UV) run --frozen --no-sync
 
-.PHONY: node-deps help conformance test report browser lint typecheck unit toolchain clean
+.PHONY: node-deps help conformance test test-e2e unit tiers report browser lint typecheck toolchain clean
 
 help:
 	@echo "make conformance   run the conformance suites (PROVIDER=$(PROVIDER)); report in allure-results/ and reports/"
-	@echo "make test          lint, type-check and run the harness's own tests"
+	@echo "make test          the gate: lint, type-check, unit tests, every scenario and sabotage on a local cluster"
+	@echo "make test-e2e      the heavy tier (nightly): kind, the canaries at scale and under load, the twins"
+	@echo "make unit          the unit tests alone"
 	@echo "make report        the Allure HTML report of allure-results/ in allure-report/"
 
 $(UV):
@@ -44,18 +46,36 @@ lint: .venv/.synced
 typecheck: .venv/.synced
 	$(RUN) mypy
 
-# The harness's own tests, then every conformance suite on the same cluster, whose kwok nodes carry the
-# names kind gives its workers: a scenario that depends on node names fails here. The cluster also has
-# one real node (kubelet + containerd on this host), where the real-node suite's pods really run.
-# --durations lists the slowest tests: where make test's time goes (docs/performance.md).
-# The tests run on two pytest-xdist workers: most of their time is waiting on clusters. Tests that share a
-# cluster of the session (one group per profile), the Docker engine or a module go to one worker together,
-# the longest group first (tests/xdist_groups.py, docs/contributing.md#two-workers); TEST_WORKERS=0 runs
-# one test at a time.
+# The harness's own tests come in two tiers (tests/tiers.py says which test is in which, and
+# tests/unit/test_tiers.py checks that every test runs in exactly one):
+#   make test      the gate CI runs: lint, types, import contracts, unit tests, every conformance scenario
+#                  and every sabotage once on the local provider, the local upgrade canary once
+#   make test-e2e  the heavy tier, nightly: kind and the first run's digests, the kind canary, the canaries
+#                  at scale and under load, the platforms' twins
+#   make unit      the unit tests alone
+# The gate runs every suite on the same cluster, whose kwok nodes carry the names kind gives its workers (a
+# scenario that depends on node names fails here), with one real node (kubelet + containerd on this host)
+# where the real-node suite's pods really run. --durations lists the slowest tests (docs/performance.md).
+# Two pytest-xdist workers: most of the time is waiting on clusters. Tests that share a cluster of the
+# session (one group per profile), the Docker engine or a module go to one worker together, the longest
+# group first (tests/xdist_groups.py, docs/contributing.md#two-workers); TEST_WORKERS=0: one at a time.
 TEST_WORKERS ?= 2
+GATE := tests suites -m "not e2e"
+E2E  := tests -m e2e
+SELFTEST := --cluster-name kbc-selftest --node-naming kind --durations=30 -n $(TEST_WORKERS) --dist loadgroup
 test: lint typecheck toolchain browser node-deps
-	$(RUN) pytest tests suites --cluster-name kbc-selftest --node-naming kind --real-nodes 1 --durations=30 \
-		-n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(RUN) pytest $(GATE) --real-nodes 1 $(SELFTEST) $(PYTEST_ARGS)
+
+test-e2e: toolchain node-deps
+	$(RUN) pytest $(E2E) $(SELFTEST) $(PYTEST_ARGS)
+
+unit: .venv/.synced
+	$(RUN) pytest tests/unit -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# The two tiers' selections, one a line, for tests/unit/test_tiers.py.
+tiers:
+	@echo '$(GATE)'
+	@echo '$(E2E)'
 
 # What building and running a real node (--real-nodes) needs from Debian: libseccomp's headers for runc
 # (cgo), a static busybox for the toolbox image, iproute2 for the pod bridge.

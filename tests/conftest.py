@@ -8,11 +8,17 @@ import pytest
 import yaml
 
 from kbc.supply.lock import default_lock_path
-from tests import xdist_groups
+from tests import tiers, xdist_groups
 
 
 def pytest_kbc_worker_group(item: pytest.Item) -> str | None:
     return xdist_groups.group_of(item)
+
+
+# First: pytest's own -m deselection, in the same hook, must see the tiers' marks.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tiers.mark_tiers(items)
 
 
 @pytest.fixture

@@ -45,14 +45,18 @@ def test_every_action_is_pinned_by_commit_with_its_release_named(workflow: Path)
 
 
 def test_the_workflows_run_the_readme_commands() -> None:
-    """ci runs make test; nightly make conformance for local and kind; canary kbc canary from the base
-    branch's lock, then kbc lock check; platform kbc verify against the base branch's platform."""
+    """ci runs make test; nightly make conformance for local and kind, and both tiers of the harness's own
+    tests; canary kbc canary from the base branch's lock, then kbc lock check; platform kbc verify against
+    the base branch's platform."""
     readme = (REPO / "README.md").read_text()
     runs = {w.name: "\n".join(_run_lines(w)) for w in WORKFLOWS}
     assert "make test" in runs["ci.yml"]
     assert "make conformance PROVIDER=${{ matrix.provider }}" in runs["nightly.yml"]
     matrix = yaml.safe_load((REPO / ".github/workflows/nightly.yml").read_text())["jobs"]["conformance"]
     assert matrix["strategy"]["matrix"]["provider"] == ["local", "kind"]
+    selftest = yaml.safe_load((REPO / ".github/workflows/nightly.yml").read_text())["jobs"]["selftest"]
+    assert selftest["strategy"]["matrix"]["tier"] == ["test", "test-e2e"]
+    assert "make ${{ matrix.tier }}" in runs["nightly.yml"]
     assert 'kbc canary --from "git:origin/$BASE_REF"' in runs["canary.yml"]
     assert ".venv/bin/kbc lock check" in runs["canary.yml"]
     assert (
@@ -61,6 +65,7 @@ def test_the_workflows_run_the_readme_commands() -> None:
     )
     for command in (
         "make test",
+        "make test-e2e",
         "make conformance",
         "kbc canary --from",
         "kbc lock check",

@@ -1,0 +1,65 @@
+"""The two tiers of the harness's own tests: ``make test`` (the gate CI runs) and ``make test-e2e`` (nightly).
+
+The gate proves every conformance scenario and every sabotage once on the local provider, the local upgrade
+canary once, and everything the harness does without Docker; the heavy tier runs what needs kind or the
+harness's Docker Engine, the canaries at scale and under load, and the platforms' twins. A test is in the
+heavy tier when it takes one of :data:`E2E_FIXTURES`, is in the Docker engine's group, or is named below;
+every other test is in the gate. ``tests/conftest.py`` marks the heavy tier's tests ``e2e``, the Makefile
+selects ``-m e2e`` and ``-m "not e2e"``, and ``tests/unit/test_tiers.py`` checks that every test the two
+tiers can collect runs in exactly one of them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.xdist_groups import DOCKER_ENGINE
+
+GATE = "gate"
+E2E = "e2e"
+
+E2E_FIXTURES = {
+    "docker_env": "kind on the harness's Docker Engine (kind, the first run's digests, the kind canary)",
+}
+
+# A module's path (every test in it), or a node id without parameters (every parametrization of one test).
+E2E_TESTS = {
+    "tests/integration/test_platform.py": "a twin per platform: a local cluster per misconfiguration",
+    "tests/integration/test_platform_racks_and_dra.py": "a twin per platform, with racks and DRA",
+    "tests/integration/test_upgrade_load.py": "the canary under load: 100 queues, 5,000 workloads",
+    "tests/integration/test_kueue_perf.py::test_a_run_cancelled_with_sigterm_removes_its_cluster_and_stops_"
+    "everything": "Kueue's performance runner on a cluster of its own",
+    "tests/integration/test_kueue_perf.py::test_the_canary_at_scale_fails_on_a_kueue_slowed_through_its_"
+    "configuration": "the canary at scale, old pins against new",
+    "tests/integration/test_kueue_perf.py::test_on_an_existing_cluster_it_measures_its_kueue_and_leaves_only_"
+    "what_was_there": "Kueue's performance runner at scale",
+    "tests/integration/test_kueue_perf.py::test_a_topology_config_gets_its_kwok_nodes_and_every_gang_a_"
+    "topology_assignment": "Kueue's performance runner with topology",
+    "tests/integration/test_readme_example.py::test_the_readme_scenario_runs_under_the_canary_from_a_"
+    "directory_of_its_own": "a second canary (old pins, then new) for the README's example",
+}
+
+
+def tier_of(item: pytest.Item) -> str:
+    """:data:`E2E` or :data:`GATE` for *item*, and never both."""
+    return E2E if why_e2e(item) else GATE
+
+
+def why_e2e(item: pytest.Item) -> str:
+    """Why *item* runs in the heavy tier, or ``""`` when it is in the gate."""
+    names = set(getattr(item, "fixturenames", ()))
+    for fixture, why in E2E_FIXTURES.items():
+        if fixture in names:
+            return why
+    if any(mark.args and mark.args[0] == DOCKER_ENGINE for mark in item.iter_markers("xdist_group")):
+        return "starts and stops a Docker Engine of its own"
+    path, _, rest = item.nodeid.partition("::")
+    function = rest.partition("[")[0]
+    return E2E_TESTS.get(path) or E2E_TESTS.get(f"{path}::{function}", "")
+
+
+def mark_tiers(items: list[pytest.Item]) -> None:
+    """Mark every heavy-tier test ``e2e``, so that ``-m e2e`` and ``-m "not e2e"`` split the tests in two."""
+    for item in items:
+        if tier_of(item) == E2E:
+            item.add_marker(pytest.mark.e2e)
