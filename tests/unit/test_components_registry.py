@@ -1,0 +1,121 @@
+"""The component registry (kbc.components): what each declaration must say, in which order components
+install, and the lock's entries checked against it."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kbc import components
+from kbc.components import Component
+from kbc.errors import ComponentDeclarationError, LockFileError
+from kbc.supply.lock import parse_lock
+
+KUEUE = components.get("kueue")
+
+_DECLARATION = """
+from kbc import components
+COMPONENT = components.get("kueue").__class__(
+    **{{**{{f: getattr(components.get("kueue"), f) for f in {fields!r}}}, "name": {name!r}, **{extra}}}
+)
+"""
+
+
+@pytest.fixture
+def package(tmp_path: Path) -> Iterator[tuple[list[str], str]]:
+    """An empty package of declarations on sys.path, removed afterwards."""
+    name = f"kbc_test_declarations_{id(tmp_path)}"
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "__init__.py").write_text("")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        yield [str(tmp_path / name)], name
+    finally:
+        sys.path.remove(str(tmp_path))
+        for module in [m for m in sys.modules if m.startswith(name)]:
+            del sys.modules[module]
+
+
+def declare(package: tuple[list[str], str], name: str, drop: str = "", **extra: Any) -> None:
+    fields = [f.name for f in dataclasses.fields(Component) if f.name not in ("name", drop)]
+    text = _DECLARATION.format(fields=fields, name=name, extra=extra or {})
+    (Path(package[0][0]) / f"{name}.py").write_text(text)
+
+
+def test_the_registry_declares_the_three_components_in_install_order() -> None:
+    assert components.names() == ("jobset", "kueue", "volcano")
+    assert components.configurable() == ("kueue", "volcano")
+    assert {s.component for s in components.harness_settings()} == {"kueue", "volcano"}
+
+
+def test_what_others_wait_for_installs_first_and_the_rest_together() -> None:
+    assert components.install_waves(["volcano", "kueue", "jobset"]) == [["jobset"], ["kueue", "volcano"]]
+    assert components.install_waves(["kueue"]) == [["kueue"]]
+    assert components.install_waves(["volcano", "jobset"]) == [["jobset", "volcano"]]
+    assert components.install_order(["volcano", "kueue", "jobset"]) == ["jobset", "kueue", "volcano"]
+
+
+def test_a_declaration_missing_a_field_names_the_component_and_the_field(
+    package: tuple[list[str], str],
+) -> None:
+    declare(package, "lacking", drop="readiness")
+    with pytest.raises(ComponentDeclarationError) as caught:
+        components.load(*package)
+    assert caught.value.component == "lacking" and caught.value.field == "readiness", str(caught.value)
+    assert "lacking.py" in str(caught.value) and "docs/contributing.md#adding-a-component" in str(
+        caught.value
+    )
+
+
+def test_an_empty_field_is_named(package: tuple[list[str], str]) -> None:
+    declare(package, "blank", display="")
+    with pytest.raises(ComponentDeclarationError, match=r"component blank .*: display is empty"):
+        components.load(*package)
+
+
+def test_a_module_without_a_declaration_is_named(package: tuple[list[str], str]) -> None:
+    (Path(package[0][0]) / "nothing.py").write_text("X = 1\n")
+    with pytest.raises(ComponentDeclarationError, match=r"component nothing .*: COMPONENT is missing"):
+        components.load(*package)
+
+
+def test_after_must_name_a_declared_component_and_make_no_cycle(package: tuple[list[str], str]) -> None:
+    declare(package, "alpha", after=("ghost",), harness_settings=(), config=None)
+    with pytest.raises(ComponentDeclarationError, match=r"after names ghost, which no declaration"):
+        components.load(*package)
+    for module in [m for m in sys.modules if m.startswith(package[1] + ".")]:
+        del sys.modules[module]
+    declare(package, "alpha", after=("beta",), harness_settings=(), config=None)
+    declare(package, "beta", after=("alpha",), harness_settings=(), config=None)
+    with pytest.raises(ComponentDeclarationError, match=r"cycle \(alpha -> beta -> alpha\)"):
+        components.load(*package)
+
+
+def test_a_harness_setting_of_another_component_is_refused() -> None:
+    volcano = components.get("volcano")
+    wrong = dataclasses.replace(KUEUE, harness_settings=volcano.harness_settings)
+    with pytest.raises(ComponentDeclarationError, match="harness_settings"):
+        components._spec.validate(wrong, "kueue.py")
+
+
+def test_a_lock_entry_for_a_component_the_registry_does_not_know_is_refused(
+    lock_data: dict[str, Any], tmp_path: Path
+) -> None:
+    lock_data["components"]["kuberay"] = lock_data["components"]["jobset"]
+    with pytest.raises(LockFileError) as caught:
+        parse_lock(yaml.safe_dump(lock_data), tmp_path / "charts-lock.yaml")
+    assert caught.value.field == "components.kuberay"
+    assert "kbc/components/kuberay.py" in str(caught.value)
+
+
+def test_unknown_component_names_the_components() -> None:
+    with pytest.raises(
+        Exception, match=r"unknown component 'ray'; the components are jobset, kueue, volcano"
+    ):
+        components.get("ray")
