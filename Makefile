@@ -106,7 +106,11 @@ browser:
 # local provider, in one process elsewhere (a kind cluster's start takes a small machine's cores); 0: one
 # process everywhere (kbc.plugins.workers, docs/reading-results.md).
 WORKERS ?= auto
-conformance: .venv/.synced
+# What the chosen provider needs of this host is installed first, as make test does: kind builds its node
+# image's runc (cgo: libseccomp's headers) and its toolbox (a static busybox) where no registry answers. What
+# is still missing (PROVIDER=auto that resolves to kind, a machine without apt-get) the run reports once,
+# before any cluster or image work, and ends there.
+conformance: .venv/.synced $(if $(filter kind,$(PROVIDER)),node-deps)
 	$(RUN) kbc toolchain
 	mkdir -p reports
 	$(RUN) pytest suites --provider $(PROVIDER) -n $(WORKERS) --dist loadgroup --alluredir allure-results \
