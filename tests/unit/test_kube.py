@@ -13,7 +13,7 @@ import yaml
 
 from kbc import apis
 from kbc.errors import ApiUnreachableError, ClusterError, ConsistencyViolation
-from kbc.kube import connect, hold_together, observe
+from kbc.kube import connect, describe_objects, hold_together, observe
 from kbc.kube._client import selector
 
 
@@ -101,3 +101,28 @@ def test_a_caller_regains_control_after_each_watch_request_even_when_nothing_cha
     sets = [next(seen) for _ in range(3)]
     assert quiet.requests == 2 and all([o["metadata"]["name"] for o in s] == ["a"] for s in sets), sets
     seen.close()
+
+
+def test_a_wait_on_nodes_names_each_node_and_its_ready_condition_not_its_whole_status() -> None:
+    images = [{"names": [f"registry.example/image-{i}:v1"], "sizeBytes": 10**8} for i in range(50)]
+    ready = {
+        "type": "Ready",
+        "status": "False",
+        "reason": "KubeletNotReady",
+        "message": "cni not initialized",
+    }
+    nodes = [
+        {
+            "kind": "Node",
+            "metadata": {"name": "hk-worker"},
+            "status": {"conditions": [ready], "images": images},
+        },
+        {"kind": "Node", "metadata": {"name": "hk-worker2"}, "status": {"images": images}},
+    ]
+    described = describe_objects(nodes)
+    assert described.splitlines() == [
+        "    Node hk-worker Ready=False (KubeletNotReady: cni not initialized)",
+        "    Node hk-worker2: no Ready condition yet",
+    ]
+    job = {"kind": "Job", "metadata": {"name": "j", "namespace": "n"}, "status": {"log": "x" * 5000}}
+    assert len(describe_objects([job])) < 700 and "more characters" in describe_objects([job])
