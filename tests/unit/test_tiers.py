@@ -44,8 +44,13 @@ def selections() -> dict[str, list[str]]:
     return {tiers.GATE: shlex.split(gate), tiers.E2E: shlex.split(e2e)}
 
 
-def test_every_test_runs_in_exactly_one_tier(selections: dict[str, list[str]]) -> None:
-    everything = _collect(["tests", "suites"])
+@pytest.fixture(scope="module")
+def everything() -> set[str]:
+    """Every test of ``tests`` and ``suites``, whatever its tier."""
+    return _collect(["tests", "suites"])
+
+
+def test_every_test_runs_in_exactly_one_tier(selections: dict[str, list[str]], everything: set[str]) -> None:
     gate, e2e = _collect(selections[tiers.GATE]), _collect(selections[tiers.E2E])
     neither = sorted(everything - gate - e2e)
     both = sorted(gate & e2e)
@@ -68,9 +73,8 @@ def test_every_test_module_is_under_a_folder_the_tiers_collect(selections: dict[
     )
 
 
-def test_each_named_heavy_test_exists() -> None:
+def test_each_named_heavy_test_exists(everything: set[str]) -> None:
     """A name in tests/tiers.py that matches no test (renamed, removed) would silently move it to the gate."""
-    everything = _collect(["tests"])
     stale = [
         name
         for name in tiers.E2E_TESTS
