@@ -16,10 +16,12 @@ from kbc.process import ProcessRef, _is_zombie, run_logged, spawn_detached, tail
 
 def test_terminate_stops_the_whole_process_group(tmp_path: Path) -> None:
     # The child starts a grandchild and records its pid; terminate() must end both.
+    # Written aside and renamed: the file appears with the pid in it, never empty (a gate run read it empty).
     script = (
-        "import subprocess,sys,time;"
+        "import os,subprocess,sys,time;"
         f"p=subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']);"
-        f"open({str(tmp_path / 'gc')!r},'w').write(str(p.pid));time.sleep(60)"
+        f"open({str(tmp_path / 'gc.tmp')!r},'w').write(str(p.pid));"
+        f"os.rename({str(tmp_path / 'gc.tmp')!r},{str(tmp_path / 'gc')!r});time.sleep(60)"
     )
     proc = spawn_detached([sys.executable, "-c", script], tmp_path / "log")
     ref = ProcessRef.of(proc.pid)
