@@ -106,6 +106,41 @@ def extract(renovate: tuple[Path, dict[str, str]], config: dict[str, Any], tmp_p
     return local
 
 
+# Renovate's packageRules applied to each extracted dependency by Renovate's own code (its lookup stage
+# does the same before it names branches), and the group name compiled by its template engine.
+_GROUPS = """
+import { readFileSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+const [dist, configPath, depsPath] = process.argv.slice(2);
+const { applyPackageRules } = await import(pathToFileURL(`${dist}/util/package-rules/index.js`));
+const { compile } = await import(pathToFileURL(`${dist}/util/template/index.js`));
+const config = JSON.parse(readFileSync(configPath, "utf8"));
+const out = [];
+for (const dep of JSON.parse(readFileSync(depsPath, "utf8"))) {
+  const applied = await applyPackageRules({ ...config, ...dep, manager: "custom.jsonata" });
+  out.push([dep.depName, dep.depType, applied.groupName ? compile(applied.groupName, applied) : null]);
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def group_names(
+    renovate: tuple[Path, dict[str, str]], config: dict[str, Any], deps: list[dict[str, Any]], tmp_path: Path
+) -> dict[tuple[str, str], str | None]:
+    """(depName, depType) → the group Renovate puts that update in, ``None`` for none."""
+    binaries, env = renovate
+    script, config_file, deps_file = tmp_path / "groups.mjs", tmp_path / "config.json", tmp_path / "deps.json"
+    script.write_text(_GROUPS)
+    config_file.write_text(json.dumps(config))
+    deps_file.write_text(json.dumps(deps))
+    dist = binaries.parent / "renovate" / "dist"
+    node = shutil.which("node", path=env["PATH"])
+    assert node, env["PATH"]
+    done = run_bounded([node, str(script), str(dist), str(config_file), str(deps_file)], timeout=120, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {(name, dep_type): group for name, dep_type, group in json.loads(done.stdout.splitlines()[-1])}
+
+
 def deps_of(local: dict[str, Any]) -> list[dict[str, Any]]:
     files = local["packageFiles"].get("jsonata", [])
     assert {f["packageFile"] for f in files} <= {"charts-lock.yaml"}
@@ -140,8 +175,22 @@ def test_renovate_extracts_every_pin_with_its_datasource_and_groups_each_compone
         assert component.build.module in mine, (name, mine)
         assert {i.repository for i in component.images} <= mine, (name, mine)
         assert chart in mine or component.chart.name in mine, (name, mine)
-    groups = {rule.get("groupName") for rule in config["packageRules"]}
-    assert set(lock.components) <= groups
+    # Grouped by Renovate's own package rules and template compiler, as its lookup stage groups them: one
+    # templated rule names each component's group, so a component added to the lock needs no rule.
+    groups = group_names(renovate, config, deps, tmp_path)
+    for name in lock.components:
+        assert {groups[(d["depName"], d["depType"])] for d in deps if d["depType"] == name} == {name}, name
+    others = {groups[(d["depName"], d["depType"])] for d in deps if d["depType"] not in lock.components}
+    assert not others & set(lock.components), f"a pin that is not a component's is in its group: {others}"
+    # The check can fail: without the templated rule, no component's pins are grouped.
+    bare = dict(
+        config, packageRules=[r for r in config["packageRules"] if r.get("groupName") != "{{depType}}"]
+    )
+    (tmp_path / "bare").mkdir()
+    ungrouped = group_names(renovate, bare, deps, tmp_path / "bare")
+    assert {ungrouped[(d["depName"], d["depType"])] for d in deps if d["depType"] in lock.components} == {
+        None
+    }
     assert config["postUpgradeTasks"]["commands"] == ["kbc lock refresh"]
 
 

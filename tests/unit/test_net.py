@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbc.cluster.net import free_port, listen_range, listening_ports, wait_ports_free
+from kbc.cluster.net import free_port, listen_range, listening_ports, wait_ports_free, worker_share
 from kbc.errors import PortInUseError
 from kbc.process import ProcessRef, spawn_detached
 
@@ -70,3 +70,17 @@ def test_the_ports_a_process_listens_on_are_free_again_once_it_is_killed(tmp_pat
     ref.kill()
     proc.wait()
     wait_ports_free({port}, timeout=0.2)
+
+
+def test_the_workers_of_a_parallel_run_pick_from_ports_of_their_own() -> None:
+    ports = range(10000, 32768)
+    first = worker_share(ports, {"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "2"})
+    second = worker_share(ports, {"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2"})
+    assert len(first) > 10000 and len(second) > 10000
+    assert not set(first) & set(second)
+    assert worker_share(ports, {}) == ports
+
+
+def test_a_port_handed_out_is_not_handed_out_again_before_its_server_binds_it() -> None:
+    picked = [free_port() for _ in range(50)]
+    assert len(set(picked)) == len(picked)

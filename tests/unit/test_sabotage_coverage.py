@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kbc.supply import paths
+from tests.sabotage import declared
 
 ROOT = paths.repo_root()
 
@@ -28,8 +29,13 @@ def scenarios() -> set[str]:
 
 
 def sabotaged() -> dict[str, list[str]]:
-    """Scenario node id -> the harness's tests that sabotage it (from their ``sabotages`` markers)."""
+    """Scenario node id -> the harness's tests that sabotage it (their ``sabotages`` markers, and the
+    sabotages that declare their scenario, which tests/integration/test_sabotages.py runs)."""
     found: dict[str, list[str]] = {}
+    for plugin, expect in declared().items():
+        found.setdefault(expect.scenario, []).append(
+            f"test_sabotages.py::test_the_scenario_fails_with_its_sabotage[{plugin}]"
+        )
     for path in sorted((ROOT / "tests" / "integration").glob("test_*.py")):
         module = importlib.import_module(f"tests.integration.{path.stem}")
         for name, function in vars(module).items():
@@ -47,8 +53,9 @@ def test_every_scenario_of_the_suites_has_a_sabotage_that_turns_it_red() -> None
     missing = sorted(defined - set(covered))
     assert not missing, (
         f"{len(defined) - len(missing)} of {len(defined)} scenarios have a sabotage; these have none (add a "
-        "tests/sabotage plugin and a test marked @pytest.mark.sabotages(<node id>) that sees the scenario "
-        "fail with it):\n  " + "\n  ".join(missing)
+        "tests/sabotage plugin that declares EXPECT = Expect(scenario=<node id>, because=...), or an "
+        "explicit test marked @pytest.mark.sabotages(<node id>) that sees the scenario fail with it):\n  "
+        + "\n  ".join(missing)
     )
 
 
@@ -59,6 +66,8 @@ def test_every_sabotage_names_a_scenario_that_exists() -> None:
 
 @pytest.mark.parametrize("plugin", sorted(p.stem for p in (ROOT / "tests" / "sabotage").glob("[a-z]*.py")))
 def test_every_sabotage_plugin_is_used_by_a_test(plugin: str) -> None:
+    if plugin in declared():
+        return  # tests/integration/test_sabotages.py runs it
     used = [
         p.name
         for p in (ROOT / "tests" / "integration").glob("test_*.py")

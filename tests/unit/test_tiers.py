@@ -7,12 +7,14 @@ here with its node id.
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression
 
 from kbc.supply import paths
 from tests import tiers
@@ -20,18 +22,70 @@ from tests import tiers
 ROOT = paths.repo_root()
 
 
-def _collect(args: list[str]) -> set[str]:
+# One collection of everything, each test with the marks it ends up with (the tiers' own included), so
+# that each tier's selection is evaluated with pytest's own -m matcher instead of collecting three times.
+_COLLECT = """
+import json, sys
+import pytest
+
+class Marks:
+    def pytest_collection_finish(self, session):
+        for item in session.items:
+            print("KBC-ITEM " + json.dumps([item.nodeid, sorted({m.name for m in item.iter_markers()})]))
+
+sys.exit(pytest.main(sys.argv[1:], plugins=[Marks()]))
+"""
+
+
+def _collect(args: list[str]) -> dict[str, set[str]]:
+    """Every test *args* collects → its marks' names."""
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-c", _COLLECT, "--collect-only", "-q", "-p", "no:cacheprovider", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
-    # 5: nothing collected, which an empty tier may be; anything else is a collection error.
-    assert proc.returncode in (0, 5), f"pytest {' '.join(args)} did not collect:\n{proc.stdout}{proc.stderr}"
-    return {line for line in proc.stdout.splitlines() if "::" in line and not line.startswith(" ")}
+    assert proc.returncode == 0, f"pytest {' '.join(args)} did not collect:\n{proc.stdout}{proc.stderr}"
+    found: dict[str, set[str]] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("KBC-ITEM "):
+            nodeid, marks = json.loads(line.removeprefix("KBC-ITEM "))
+            found[nodeid] = set(marks)
+    return found
+
+
+class _Marks:
+    """pytest's -m matcher of one test: a name matches when the test carries that mark."""
+
+    def __init__(self, marks: set[str]) -> None:
+        self.marks = marks
+
+    def __call__(self, name: str, /, **kwargs: str | int | bool | None) -> bool:
+        return name in self.marks
+
+
+def _select(selection: list[str], collected: dict[str, set[str]]) -> set[str]:
+    """What ``pytest *selection*`` runs of *collected*: its paths, then its ``-m`` expression."""
+    roots: list[str] = []
+    expression = None
+    words = iter(selection)
+    for word in words:
+        if word == "-m":
+            expression = Expression.compile(next(words))
+        elif word.startswith("-"):
+            pytest.fail(f"make tiers gives an option this test does not read: {word} (teach _select it)")
+        else:
+            roots.append(word.rstrip("/"))
+    chosen = set()
+    for nodeid, marks in collected.items():
+        path = nodeid.partition("::")[0]
+        if not any(path == root or path.startswith(f"{root}/") for root in roots):
+            continue
+        if expression is None or expression.evaluate(_Marks(marks)):
+            chosen.add(nodeid)
+    return chosen
 
 
 @pytest.fixture(scope="module")
@@ -45,18 +99,40 @@ def selections() -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def everything() -> set[str]:
-    """Every test of ``tests`` and ``suites``, whatever its tier."""
+def collected() -> dict[str, set[str]]:
+    """Every test of ``tests`` and ``suites``, whatever its tier, with its marks."""
     return _collect(["tests", "suites"])
 
 
-def test_every_test_runs_in_exactly_one_tier(selections: dict[str, list[str]], everything: set[str]) -> None:
-    gate, e2e = _collect(selections[tiers.GATE]), _collect(selections[tiers.E2E])
+@pytest.fixture(scope="module")
+def everything(collected: dict[str, set[str]]) -> set[str]:
+    return set(collected)
+
+
+def test_every_test_runs_in_exactly_one_tier(
+    selections: dict[str, list[str]], collected: dict[str, set[str]], everything: set[str]
+) -> None:
+    gate, e2e = _select(selections[tiers.GATE], collected), _select(selections[tiers.E2E], collected)
     neither = sorted(everything - gate - e2e)
     both = sorted(gate & e2e)
     assert not neither, "tests that neither make test nor make test-e2e runs:\n  " + "\n  ".join(neither)
     assert not both, "tests that both tiers run:\n  " + "\n  ".join(both)
     assert gate and e2e, "a tier that selects nothing: read the Makefile's GATE and E2E"
+
+
+def test_the_selection_reads_a_tier_as_pytest_does() -> None:
+    """The matcher can fail: a path outside the roots, or a mark the expression excludes, is left out."""
+    sample = {
+        "tests/unit/test_a.py::t": {"e2e"},
+        "tests/unit/test_b.py::t": set(),
+        "suites/test_c.py::t": set(),
+    }
+    assert _select(["tests", "-m", "e2e"], sample) == {"tests/unit/test_a.py::t"}
+    assert _select(["tests", "suites", "-m", "not e2e"], sample) == {
+        "tests/unit/test_b.py::t",
+        "suites/test_c.py::t",
+    }
+    assert _select(["suites"], sample) == {"suites/test_c.py::t"}
 
 
 def test_every_test_module_is_under_a_folder_the_tiers_collect(selections: dict[str, list[str]]) -> None:
