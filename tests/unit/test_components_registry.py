@@ -48,8 +48,8 @@ def declare(package: tuple[list[str], str], name: str, drop: str = "", **extra: 
     (Path(package[0][0]) / f"{name}.py").write_text(text)
 
 
-def test_the_registry_declares_the_three_components_in_install_order() -> None:
-    assert components.names() == ("jobset", "kueue", "volcano")
+def test_the_registry_declares_the_components_in_install_order() -> None:
+    assert components.names() == ("jobset", "lws", "kueue", "volcano")
     assert components.configurable() == ("kueue", "volcano")
     assert {s.component for s in components.harness_settings()} == {"kueue", "volcano"}
 
@@ -59,6 +59,9 @@ def test_what_others_wait_for_installs_first_and_the_rest_together() -> None:
     assert components.install_waves(["kueue"]) == [["kueue"]]
     assert components.install_waves(["volcano", "jobset"]) == [["jobset", "volcano"]]
     assert components.install_order(["volcano", "kueue", "jobset"]) == ["jobset", "kueue", "volcano"]
+    # LeaderWorkerSet says it goes before Kueue (``before``); Kueue's declaration does not name it.
+    assert components.install_waves(components.names()) == [["jobset", "lws"], ["kueue", "volcano"]]
+    assert components.install_waves(["lws", "volcano"]) == [["lws", "volcano"]]
 
 
 def test_a_declaration_missing_a_field_names_the_component_and_the_field(
@@ -97,6 +100,28 @@ def test_after_must_name_a_declared_component_and_make_no_cycle(package: tuple[l
         components.load(*package)
 
 
+def test_before_orders_the_other_component_after_it_and_must_name_a_declared_one(
+    package: tuple[list[str], str],
+) -> None:
+    declare(package, "alpha", after=(), harness_settings=(), config=None)
+    declare(package, "beta", after=(), before=("alpha",), harness_settings=(), config=None)
+    assert list(components.load(*package)) == ["beta", "alpha"]
+    for module in [m for m in sys.modules if m.startswith(package[1] + ".")]:
+        del sys.modules[module]
+    declare(package, "beta", after=(), before=("ghost",), harness_settings=(), config=None)
+    with pytest.raises(ComponentDeclarationError, match=r"before names ghost, which no declaration"):
+        components.load(*package)
+
+
+def test_a_capability_marker_is_one_components_and_not_a_components_name(
+    package: tuple[list[str], str],
+) -> None:
+    declare(package, "alpha", harness_settings=(), config=None, capabilities={"beta": "x"})
+    declare(package, "beta", harness_settings=(), config=None)
+    with pytest.raises(ComponentDeclarationError, match=r"capabilities 'beta' is already the marker of beta"):
+        components.load(*package)
+
+
 def test_a_harness_setting_of_another_component_is_refused() -> None:
     volcano = components.get("volcano")
     wrong = dataclasses.replace(KUEUE, harness_settings=volcano.harness_settings)
@@ -116,6 +141,6 @@ def test_a_lock_entry_for_a_component_the_registry_does_not_know_is_refused(
 
 def test_unknown_component_names_the_components() -> None:
     with pytest.raises(
-        Exception, match=r"unknown component 'ray'; the components are jobset, kueue, volcano"
+        Exception, match=r"unknown component 'ray'; the components are jobset, lws, kueue, volcano"
     ):
         components.get("ray")

@@ -28,7 +28,7 @@ def test_repository_lock_loads_with_every_pin() -> None:
     assert set(REQUIRED_TOOLS) <= set(lock.tools)
     assert set(REQUIRED_COMPONENTS) <= set(lock.components)
     for comp in lock.components.values():
-        assert comp.chart.version == comp.app_version.removeprefix("v")
+        assert comp.chart.version.removeprefix("v") == comp.app_version.removeprefix("v")
         assert comp.build.version == comp.app_version
         assert comp.images and all(img.tag for img in comp.images)
         assert comp.previous.app_version != comp.app_version

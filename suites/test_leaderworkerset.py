@@ -1,0 +1,205 @@
+"""LeaderWorkerSet through Kueue: each group of a LeaderWorkerSet (a leader and its workers, the unit of
+multi-host inference) is one Workload, admitted whole or not at all.
+
+LeaderWorkerSet's StatefulSets create a group's pods at once; Kueue holds every one of them at its
+admission gate until the group's Workload fits the ClusterQueue, so a group that does not fit has pods
+but none of them bound (never half a group on the GPUs). The negative control shows what the gate
+prevents: without Kueue, two groups contending for too few GPUs end each partly placed, for good.
+"""
+
+from __future__ import annotations
+
+import allure
+import pytest
+
+from kbc import apis, timeouts
+from kbc.components.lws import (
+    LEADER_WORKER_SET,
+    NAME_LABEL,
+    hold_gated,
+    leader_worker_set,
+    wait_group_running,
+)
+from kbc.gpu import wait_gpus_left_free
+from kbc.jobs import bound, node_of, phase_of, trouble_of
+from kbc.kube import Kube, Obj, condition, hold_list, labels_of, wait_for_list, wait_until_exists
+from kbc.kueue import QueueFactory, Queues, wait_admitted, wait_pending, wait_workload_of
+from kbc.labels import GPU
+
+pytestmark = [
+    pytest.mark.leaderworkerset,
+    pytest.mark.lws,
+    allure.epic("LeaderWorkerSet"),
+    allure.feature("leaderworkerset"),
+]
+
+SIZE = 4
+"""Pods per group: a leader and three workers, one GPU each."""
+
+
+@pytest.fixture
+def six_gpus(make_kueue_queues: QueueFactory) -> Queues:
+    """A ClusterQueue with room for 6 GPUs: one 4-GPU group fits, two do not."""
+    return make_kueue_queues({"cpu": "16", GPU: "6"})
+
+
+@pytest.mark.kueue
+@allure.story(
+    "of two LeaderWorkerSets of one 4-GPU group on 6 GPUs of quota, one runs whole and the other's pods all "
+    "wait at Kueue's gate, unbound, until the first is deleted"
+)
+def test_a_group_is_admitted_whole_and_a_second_waits_with_every_pod_gated(
+    kube: Kube, namespace: str, six_gpus: Queues
+) -> None:
+    with allure.step("submit LeaderWorkerSet first (one group: a leader and 3 workers, 1 GPU each)"):
+        first = kube.create(
+            leader_worker_set("first", size=SIZE, gpus=1, queue=six_gpus.local_queue), namespace=namespace
+        )
+        (wl_first,) = wait_workload_of(kube, namespace, first)
+        counts = sorted(p["count"] for p in wl_first["spec"]["podSets"])
+        assert sum(counts) == SIZE, (
+            f"the group's Workload holds all {SIZE} pods: {wl_first['spec']['podSets']}"
+        )
+        wait_admitted(kube, namespace, wl_first["metadata"]["name"])
+        wait_group_running(kube, namespace, "first", SIZE)
+    with allure.step("submit LeaderWorkerSet second: its Workload is pending, every pod gated and unbound"):
+        second = kube.create(
+            leader_worker_set("second", size=SIZE, gpus=1, queue=six_gpus.local_queue), namespace=namespace
+        )
+        wl_second = wait_workload_of(kube, namespace, second)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, wl_second)
+        hold_gated(kube, namespace, "second", SIZE)
+    with allure.step("delete the first: the second's group is admitted and all its pods run"):
+        kube.delete(LEADER_WORKER_SET, "first", namespace=namespace)
+        wait_admitted(kube, namespace, wl_second)
+        wait_group_running(kube, namespace, "second", SIZE)
+
+
+@pytest.mark.kueue
+@allure.story("a LeaderWorkerSet in a quota-zero ClusterQueue waits with every pod gated until quota appears")
+def test_quota_zero_holds_the_group_gated_until_the_quota_is_raised(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory
+) -> None:
+    queues = make_kueue_queues({"cpu": "0"})
+    with allure.step("submit a LeaderWorkerSet of one 2-pod group (100m CPU each) to a quota of zero"):
+        created = kube.create(
+            leader_worker_set("waits", size=2, cpu="100m", queue=queues.local_queue), namespace=namespace
+        )
+        name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, name)
+    with allure.step("its pods stay gated and unbound for the consistency window"):
+        hold_gated(kube, namespace, "waits", 2)
+    with allure.step("raise nominalQuota to 200m CPU: the group is admitted and both pods run"):
+        cq = kube.get(apis.CLUSTER_QUEUE, queues.cluster_queue)
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "200m"
+        kube.replace(cq)
+        wait_admitted(kube, namespace, name)
+        wait_group_running(kube, namespace, "waits", 2)
+
+
+ARRIVAL_GATE = "conformance.kbatch.dev/arrival-order"
+GROUPS = ("group-a", "group-b")
+
+
+def set_of(pod: Obj) -> str:
+    return labels_of(pod).get(NAME_LABEL, "")
+
+
+def groups_state(pods: list[Obj]) -> str:
+    """``group-a: 3 of 4 pods bound; group-b: ...``, then what the kubelet said of any pod in trouble."""
+    troubled = [f"{p['metadata']['name']} {phase_of(p)}: {trouble_of(p)}" for p in pods if trouble_of(p)]
+    return "; ".join(
+        [
+            f"{name}: {len(bound(members))} of {len(members)} pods bound"
+            for name in GROUPS
+            for members in [[p for p in pods if set_of(p) == name]]
+        ]
+        + troubled
+    )
+
+
+def deadlocked(pods: list[Obj]) -> bool:
+    """Both groups have all their pods, and each has some bound and some not."""
+    by_set = [[p for p in pods if set_of(p) == name] for name in GROUPS]
+    return all(len(g) == SIZE and 0 < len(bound(g)) < SIZE for g in by_set)
+
+
+@pytest.mark.serial
+@allure.story(
+    "negative control without Kueue: two LeaderWorkerSets of one 4-GPU group on 6 free GPUs end each partly "
+    "placed under the default scheduler (the deadlock)"
+)
+def test_without_kueue_two_groups_on_six_gpus_end_partly_placed(kube: Kube, namespace: str) -> None:
+    with allure.step("leave exactly 6 GPUs free on one GPU node"):
+        filler = wait_gpus_left_free(kube, namespace, free=6)
+    with allure.step(
+        "create groups A and B (a leader and 3 workers, 1 GPU each, no queue), pods held at a gate"
+    ):
+        # The gate lets both groups' pods reach the scheduler interleaved, A1 B1 A2 B2 ..., as they do when
+        # two LeaderWorkerSets scale up at once; the scheduler still decides placement.
+        for name in GROUPS:
+            kube.create(
+                leader_worker_set(
+                    name, size=SIZE, gpus=1, node_selector=filler.node.selector, gates=(ARRIVAL_GATE,)
+                ),
+                namespace=namespace,
+            )
+        pods = {
+            name: wait_for_list(
+                kube,
+                apis.POD,
+                namespace=namespace,
+                labels={NAME_LABEL: name},
+                until=lambda ps: len(ps) == SIZE,
+                timeout=timeouts.SHORT,
+                what=f"LeaderWorkerSet's StatefulSets to create the {SIZE} gated pods of {name}",
+            )
+            for name in GROUPS
+        }
+    with allure.step("release the pods to the default scheduler in turn: A1, B1, A2, B2, ..."):
+        for index in range(SIZE):
+            for name in GROUPS:
+                pod_name = sorted(p["metadata"]["name"] for p in pods[name])[index]
+                kube.patch(
+                    apis.POD,
+                    pod_name,
+                    [{"op": "remove", "path": "/spec/schedulingGates"}],
+                    namespace=namespace,
+                    patch_type="json",
+                )
+                wait_until_exists(
+                    kube,
+                    apis.POD,
+                    pod_name,
+                    namespace=namespace,
+                    timeout=timeouts.LONG,
+                    what=f"the scheduler to place or reject {pod_name}",
+                    until=lambda p: (
+                        bool(node_of(p)) or (condition(p, "PodScheduled") or {}).get("status") == "False"
+                    ),
+                )
+    with allure.step("both groups are partly placed, and stay so for the consistency window"):
+        wait_for_list(
+            kube,
+            apis.POD,
+            namespace=namespace,
+            labels={NAME_LABEL: None},
+            until=deadlocked,
+            timeout=timeouts.SHORT,
+            what="both groups to be partly placed",
+            describe=groups_state,
+        )
+        final = hold_list(
+            kube,
+            apis.POD,
+            namespace=namespace,
+            labels={NAME_LABEL: None},
+            holds=deadlocked,
+            what="both groups partly placed",
+            describe=groups_state,
+        )
+    with allure.step("the scheduler says the unplaced pods are Unschedulable for want of GPUs"):
+        for pod in (p for p in final if not node_of(p)):
+            cond = condition(pod, "PodScheduled") or {}
+            assert cond.get("reason") == "Unschedulable", (pod["metadata"]["name"], cond)
+            assert f"Insufficient {GPU}" in cond.get("message", ""), (pod["metadata"]["name"], cond)
