@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
+from kbc import components as registry
 from kbc.cluster.charts.images import describe, pinned_images, pinned_images_file
 from kbc.cluster.charts.source import render, resolve_chart
 from kbc.cluster.components import values_files
+from kbc.components import OneImage
 from kbc.errors import ChartError
 from kbc.supply.lock import load_lock
 from kbc.supply.oci import mirrored, parse_mirrors
@@ -61,15 +63,15 @@ def helm() -> Path:
     return Toolchain(load_lock()).ensure(["helm"])["helm"]
 
 
-@pytest.mark.parametrize("name", ["kueue", "jobset", "volcano"])
+@pytest.mark.parametrize("name", registry.names())
 def test_the_chart_runs_the_pinned_images_through_the_mirror(helm: Path, tmp_path: Path, name: str) -> None:
     component = with_digests(load_lock().components[name])
     chart = resolve_chart(component, "module", tmp_path / "chart")
     values_file, pinned = pinned_images_file(component, MIRRORS, tmp_path)
     layered = values_files(name, {}, pinned=[values_file])
     rendered = container_images(render(helm, chart, name, component.namespace, layered, tmp_path / "log"))
-    # Volcano's chart writes registry/name:tag for all its images: no digest can ride along.
-    by_digest = name != "volcano"
+    # A chart that writes registry/name:tag for all its images (Volcano's) lets no digest ride along.
+    by_digest = isinstance(registry.get(name).chart_images, OneImage)
     expected = {
         f"{mirrored(image.repository, MIRRORS)}:{image.tag}" + (f"@{image.digest}" if by_digest else "")
         for image in component.images

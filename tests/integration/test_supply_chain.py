@@ -10,6 +10,7 @@ registry and helm state; a tag moved afterwards must turn ``check`` red, naming 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import io
@@ -85,31 +86,38 @@ def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstreams]:
             if field.kind == "image":
                 image = mirrored(field.reference, parsed).split("/", 1)[1]
                 expected[field.path] = registry.push_image(image, field.version)
-        for name in ("kueue", "jobset"):
-            chart = lock.components[name].chart
-            archive = package(lock, name, helm, work / "charts")
-            target = "oci://" + mirrored(chart.reference.removeprefix("oci://"), parsed).rpartition("/")[0]
-            pushed = subprocess.run(
-                [str(helm), "push", str(archive), target, "--plain-http"],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            assert pushed.returncode == 0, pushed.stderr
-            found = _HELM_DIGEST.search(pushed.stdout + pushed.stderr)
-            assert found, f"helm push reported no digest:\n{pushed.stdout}{pushed.stderr}"
-            expected[f"components.{name}.chart.digest"] = found.group(1)
-        volcano = lock.components["volcano"].chart
-        repository = work / "chart-repository"
-        repository.mkdir()
-        archive = package(lock, "volcano", helm, work / "volcano-chart")
-        shutil.copy(archive, repository / archive.name)
-        expected["components.volcano.chart.digest"] = (
-            "sha256:" + hashlib.sha256(archive.read_bytes()).hexdigest()
-        )
-        with chart_repository(repository, helm) as url:
-            upstream = volcano.reference.rpartition("/")[0]
-            mirrors.append(f"{upstream}={url}")
+        # Each component's chart where its reference says: an OCI registry (pushed with helm), or an HTTP
+        # chart repository (one per upstream URL, served here).
+        repositories: dict[str, Path] = {}
+        for name, component in lock.components.items():
+            chart = component.chart
+            archive = package(lock, name, helm, work / "charts" / name)
+            if chart.reference.startswith("oci://"):
+                target = (
+                    "oci://" + mirrored(chart.reference.removeprefix("oci://"), parsed).rpartition("/")[0]
+                )
+                pushed = subprocess.run(
+                    [str(helm), "push", str(archive), target, "--plain-http"],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                assert pushed.returncode == 0, pushed.stderr
+                found = _HELM_DIGEST.search(pushed.stdout + pushed.stderr)
+                assert found, f"helm push reported no digest:\n{pushed.stdout}{pushed.stderr}"
+                expected[f"components.{name}.chart.digest"] = found.group(1)
+            else:
+                upstream = chart.reference.rpartition("/")[0]
+                repository = repositories.setdefault(upstream, work / f"chart-repository-{len(repositories)}")
+                repository.mkdir(exist_ok=True)
+                shutil.copy(archive, repository / archive.name)
+                expected[f"components.{name}.chart.digest"] = (
+                    "sha256:" + hashlib.sha256(archive.read_bytes()).hexdigest()
+                )
+        with contextlib.ExitStack() as served:
+            for upstream, repository in repositories.items():
+                url = served.enter_context(chart_repository(repository, helm))
+                mirrors.append(f"{upstream}={url}")
             assert set(expected) == {f.path for f in fields}, "every digest field has an upstream"
             yield Upstreams(mirrors, expected, registry, registry_mirrors)
 
