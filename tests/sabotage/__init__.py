@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from kbc.configuration import Setting
 
@@ -53,3 +55,13 @@ def declared() -> dict[str, Expect]:
                 )
             found[info.name] = expect
     return found
+
+
+def quotas(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every resource quota of *obj* when it is a ClusterQueue (``resourceGroups[].flavors[].resources[]``),
+    to change in place; nothing for any other object."""
+    if obj["kind"] != "ClusterQueue":
+        return
+    for group in obj["spec"].get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            yield from flavor.get("resources") or []

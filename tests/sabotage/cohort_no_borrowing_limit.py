@@ -9,12 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from kbc.kube import Kube
+from tests.sabotage import quotas
 
 
 def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
-    if obj["kind"] != "ClusterQueue":
-        return
-    for group in obj["spec"]["resourceGroups"]:
-        for flavor in group["flavors"]:
-            for resource in flavor["resources"]:
-                resource.pop("borrowingLimit", None)
+    for resource in quotas(obj):
+        resource.pop("borrowingLimit", None)

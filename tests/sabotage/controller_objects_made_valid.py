@@ -10,16 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from kbc.kube import Kube
+from tests.sabotage import quotas
 
 
 def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
     spec = obj.get("spec") or {}
-    if obj["kind"] == "ClusterQueue":
-        for group in spec.get("resourceGroups") or []:
-            for flavor in group["flavors"]:
-                for resource in flavor["resources"]:
-                    if "lendingLimit" in resource:
-                        resource["lendingLimit"] = resource["nominalQuota"]
+    for resource in quotas(obj):
+        if "lendingLimit" in resource:
+            resource["lendingLimit"] = resource["nominalQuota"]
     if obj["kind"] == "JobSet" and "successPolicy" in spec:
         spec["successPolicy"]["targetReplicatedJobs"] = [r["name"] for r in spec["replicatedJobs"]]
     if obj["kind"] == "Job" and obj["apiVersion"].startswith("batch.volcano.sh/"):

@@ -10,13 +10,10 @@ from typing import Any
 
 from kbc.kube import Kube
 from kbc.kueue.settings import DRA_QUOTA
+from tests.sabotage import quotas
 
 
 def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
-    if obj["kind"] != "ClusterQueue":
-        return
-    for group in obj["spec"]["resourceGroups"]:
-        for flavor in group["flavors"]:
-            for resource in flavor["resources"]:
-                if resource["name"] == DRA_QUOTA and str(resource["nominalQuota"]) == "0":
-                    resource["nominalQuota"] = "8"
+    for resource in quotas(obj):
+        if resource["name"] == DRA_QUOTA and str(resource["nominalQuota"]) == "0":
+            resource["nominalQuota"] = "8"

@@ -27,7 +27,7 @@ EXPECT = Expect(
     scenario="suites/test_leaderworkerset.py::test_without_kueue_two_groups_on_six_gpus_end_partly_placed",
     because=(
         "kbc.errors.WaitTimeout",
-        "waiting for both groups to be partly placed",
+        "waiting for both groups to be partially placed",
         "group-a: 4 of 4 pods bound; group-b: 4 of 4 pods bound",
     ),
 )

@@ -11,17 +11,13 @@ from typing import Any
 from kubernetes.utils.quantity import parse_quantity
 
 from kbc.kube import Kube
-from tests.sabotage import Expect
+from tests.sabotage import Expect, quotas
 
 
 def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
-    if obj["kind"] != "ClusterQueue":
-        return
-    for group in obj["spec"]["resourceGroups"]:
-        for flavor in group["flavors"]:
-            for resource in flavor["resources"]:
-                if parse_quantity(resource["nominalQuota"]) == 0:
-                    resource["nominalQuota"] = "1"
+    for resource in quotas(obj):
+        if parse_quantity(resource["nominalQuota"]) == 0:
+            resource["nominalQuota"] = "1"
 
 
 EXPECT = Expect(

@@ -11,12 +11,9 @@ from typing import Any
 from kubernetes.utils.quantity import parse_quantity
 
 from kbc.kube import Kube
+from tests.sabotage import quotas
 
 
 def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
-    if obj["kind"] != "ClusterQueue":
-        return
-    for group in obj["spec"].get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            for resource in flavor.get("resources") or []:
-                resource["nominalQuota"] = str(int(parse_quantity(resource["nominalQuota"])) * 2)
+    for resource in quotas(obj):
+        resource["nominalQuota"] = str(int(parse_quantity(resource["nominalQuota"])) * 2)

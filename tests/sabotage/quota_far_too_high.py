@@ -11,12 +11,9 @@ from typing import Any
 from kubernetes.utils.quantity import parse_quantity
 
 from kbc.kube import Kube
+from tests.sabotage import quotas
 
 
 def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
-    if obj["kind"] != "ClusterQueue":
-        return
-    for group in obj["spec"]["resourceGroups"]:
-        for flavor in group["flavors"]:
-            for resource in flavor["resources"]:
-                resource["nominalQuota"] = str(int(parse_quantity(resource["nominalQuota"]) * 100))
+    for resource in quotas(obj):
+        resource["nominalQuota"] = str(int(parse_quantity(resource["nominalQuota"]) * 100))

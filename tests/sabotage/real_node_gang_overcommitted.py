@@ -15,15 +15,13 @@ from kubernetes.utils.quantity import parse_quantity
 from kbc import apis
 from kbc.kube import Kube
 from kbc.labels import REAL_NODE_LABEL
+from tests.sabotage import quotas
 
 
 def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
-    if obj["kind"] == "ClusterQueue":
-        for group in obj["spec"]["resourceGroups"]:
-            for flavor in group["flavors"]:
-                for resource in flavor["resources"]:
-                    if resource["name"] == "cpu":
-                        resource["nominalQuota"] = str(int(parse_quantity(resource["nominalQuota"]) * 100))
+    for resource in quotas(obj):
+        if resource["name"] == "cpu":
+            resource["nominalQuota"] = str(int(parse_quantity(resource["nominalQuota"]) * 100))
     if obj["kind"] == "Job" and obj["metadata"]["name"] == "meet":
         nodes = kube.list(apis.NODE, labels={REAL_NODE_LABEL: "true"})
         millis = int(parse_quantity(nodes[0]["status"]["allocatable"]["cpu"]) * 1000) * 45 // 100
