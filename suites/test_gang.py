@@ -15,15 +15,16 @@ import pytest
 from kbc import apis, timeouts
 from kbc.gpu import wait_gpus_left_free
 from kbc.jobs import (
-    bound,
+    ARRIVAL_GATE,
+    Contenders,
     describe_pods,
+    hold_deadlocked,
     node_of,
-    phase_of,
-    trouble_of,
+    release_in_turn,
     wait_job_complete,
     wait_pods_running,
 )
-from kbc.kube import Kube, Obj, condition, hold_list, is_true, labels_of, wait_for_list, wait_until_exists
+from kbc.kube import Kube, Obj, condition, hold_list, is_true, wait_for_list
 from kbc.kueue import (
     ADMISSION_GATE,
     POD_GROUP_LABEL,
@@ -125,31 +126,7 @@ def test_jobset_is_admitted_whole_and_a_second_one_waits_whole(
     )
 
 
-ARRIVAL_GATE = "conformance.kbatch.dev/arrival-order"
-GANGS = ("gang-a", "gang-b")
-
-
-def gang_of(pod: Obj) -> str:
-    return labels_of(pod).get("job-name", "")
-
-
-def gang_state(pods: list[Obj]) -> str:
-    """``gang-a: 3 of 4 pods bound; gang-b: ...``, then what the kubelet said of any pod in trouble."""
-    troubled = [f"{p['metadata']['name']} {phase_of(p)}: {trouble_of(p)}" for p in pods if trouble_of(p)]
-    return "; ".join(
-        [
-            f"{name}: {len(bound(members))} of {len(members)} pods bound"
-            for name in GANGS
-            for members in [[p for p in pods if gang_of(p) == name]]
-        ]
-        + troubled
-    )
-
-
-def deadlocked(pods: list[Obj]) -> bool:
-    """Both gangs have all their pods, and each has some bound and some not."""
-    by_gang = [[p for p in pods if gang_of(p) == name] for name in GANGS]
-    return all(len(g) == GANG and 0 < len(bound(g)) < GANG for g in by_gang)
+GANGS = Contenders("job-name", ("gang-a", "gang-b"), GANG)
 
 
 @pytest.mark.serial
@@ -166,7 +143,7 @@ def test_without_kueue_two_gangs_on_six_gpus_end_partially_placed(kube: Kube, na
         # they do when two Job controllers create pods at once; the scheduler still decides placement.
         # What is proven is placement: a container that fails to start (a kind node starting seven at
         # once on a busy host did, once) restarts where it is rather than hand its GPU to the other gang.
-        for name in GANGS:
+        for name in GANGS.names:
             gated = job(
                 name,
                 pods=GANG,
@@ -176,61 +153,10 @@ def test_without_kueue_two_gangs_on_six_gpus_end_partially_placed(kube: Kube, na
                 restart_in_place=True,
             )
             kube.create(gated, namespace=namespace)
-        pods = {
-            name: wait_for_list(
-                kube,
-                apis.POD,
-                namespace=namespace,
-                labels={"job-name": name},
-                until=lambda ps: len(ps) == GANG,
-                timeout=timeouts.SHORT,
-                what=f"the Job controller to create the 4 gated pods of {name}",
-            )
-            for name in GANGS
-        }
     with allure.step("release the pods to the default scheduler in turn: A1, B1, A2, B2, ..."):
-        for index in range(GANG):
-            for name in GANGS:
-                pod_name = sorted(p["metadata"]["name"] for p in pods[name])[index]
-                kube.patch(
-                    apis.POD,
-                    pod_name,
-                    [{"op": "remove", "path": "/spec/schedulingGates"}],
-                    namespace=namespace,
-                    patch_type="json",
-                )
-                # Wait for the scheduler's verdict on this pod before releasing the next one.
-                wait_until_exists(
-                    kube,
-                    apis.POD,
-                    pod_name,
-                    namespace=namespace,
-                    timeout=timeouts.LONG,
-                    what=f"the scheduler to place or reject {pod_name}",
-                    until=lambda p: (
-                        bool(node_of(p)) or (condition(p, "PodScheduled") or {}).get("status") == "False"
-                    ),
-                )
+        release_in_turn(kube, namespace, GANGS, made_by="the Job controller")
     with allure.step("both gangs are partially placed, and stay so for the consistency window"):
-        wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={"job-name": None},
-            until=deadlocked,
-            timeout=timeouts.SHORT,
-            what="both gangs to be partially placed",
-            describe=gang_state,
-        )
-        final = hold_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={"job-name": None},
-            holds=deadlocked,
-            what="both gangs partially placed",
-            describe=gang_state,
-        )
+        final = hold_deadlocked(kube, namespace, GANGS)
     with allure.step("the scheduler says the unplaced pods are Unschedulable for want of GPUs"):
         for pod in (p for p in final if not node_of(p)):
             cond = condition(pod, "PodScheduled") or {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import allure
 import pytest
 
-from kbc import apis, timeouts
+from kbc import apis
 from kbc.components.lws import (
     LEADER_WORKER_SET,
     NAME_LABEL,
@@ -21,8 +21,8 @@ from kbc.components.lws import (
     wait_group_running,
 )
 from kbc.gpu import wait_gpus_left_free
-from kbc.jobs import bound, node_of, phase_of, trouble_of
-from kbc.kube import Kube, Obj, condition, hold_list, labels_of, wait_for_list, wait_until_exists
+from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
+from kbc.kube import Kube, condition
 from kbc.kueue import QueueFactory, Queues, wait_admitted, wait_pending, wait_workload_of
 from kbc.labels import GPU
 
@@ -97,31 +97,7 @@ def test_quota_zero_holds_the_group_gated_until_the_quota_is_raised(
         wait_group_running(kube, namespace, "waits", 2)
 
 
-ARRIVAL_GATE = "conformance.kbatch.dev/arrival-order"
-GROUPS = ("group-a", "group-b")
-
-
-def set_of(pod: Obj) -> str:
-    return labels_of(pod).get(NAME_LABEL, "")
-
-
-def groups_state(pods: list[Obj]) -> str:
-    """``group-a: 3 of 4 pods bound; group-b: ...``, then what the kubelet said of any pod in trouble."""
-    troubled = [f"{p['metadata']['name']} {phase_of(p)}: {trouble_of(p)}" for p in pods if trouble_of(p)]
-    return "; ".join(
-        [
-            f"{name}: {len(bound(members))} of {len(members)} pods bound"
-            for name in GROUPS
-            for members in [[p for p in pods if set_of(p) == name]]
-        ]
-        + troubled
-    )
-
-
-def deadlocked(pods: list[Obj]) -> bool:
-    """Both groups have all their pods, and each has some bound and some not."""
-    by_set = [[p for p in pods if set_of(p) == name] for name in GROUPS]
-    return all(len(g) == SIZE and 0 < len(bound(g)) < SIZE for g in by_set)
+GROUPS = Contenders(NAME_LABEL, ("group-a", "group-b"), SIZE, noun="groups")
 
 
 @pytest.mark.serial
@@ -137,67 +113,17 @@ def test_without_kueue_two_groups_on_six_gpus_end_partly_placed(kube: Kube, name
     ):
         # The gate lets both groups' pods reach the scheduler interleaved, A1 B1 A2 B2 ..., as they do when
         # two LeaderWorkerSets scale up at once; the scheduler still decides placement.
-        for name in GROUPS:
+        for name in GROUPS.names:
             kube.create(
                 leader_worker_set(
                     name, size=SIZE, gpus=1, node_selector=filler.node.selector, gates=(ARRIVAL_GATE,)
                 ),
                 namespace=namespace,
             )
-        pods = {
-            name: wait_for_list(
-                kube,
-                apis.POD,
-                namespace=namespace,
-                labels={NAME_LABEL: name},
-                until=lambda ps: len(ps) == SIZE,
-                timeout=timeouts.SHORT,
-                what=f"LeaderWorkerSet's StatefulSets to create the {SIZE} gated pods of {name}",
-            )
-            for name in GROUPS
-        }
     with allure.step("release the pods to the default scheduler in turn: A1, B1, A2, B2, ..."):
-        for index in range(SIZE):
-            for name in GROUPS:
-                pod_name = sorted(p["metadata"]["name"] for p in pods[name])[index]
-                kube.patch(
-                    apis.POD,
-                    pod_name,
-                    [{"op": "remove", "path": "/spec/schedulingGates"}],
-                    namespace=namespace,
-                    patch_type="json",
-                )
-                wait_until_exists(
-                    kube,
-                    apis.POD,
-                    pod_name,
-                    namespace=namespace,
-                    timeout=timeouts.LONG,
-                    what=f"the scheduler to place or reject {pod_name}",
-                    until=lambda p: (
-                        bool(node_of(p)) or (condition(p, "PodScheduled") or {}).get("status") == "False"
-                    ),
-                )
-    with allure.step("both groups are partly placed, and stay so for the consistency window"):
-        wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={NAME_LABEL: None},
-            until=deadlocked,
-            timeout=timeouts.SHORT,
-            what="both groups to be partly placed",
-            describe=groups_state,
-        )
-        final = hold_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={NAME_LABEL: None},
-            holds=deadlocked,
-            what="both groups partly placed",
-            describe=groups_state,
-        )
+        release_in_turn(kube, namespace, GROUPS, made_by="LeaderWorkerSet's StatefulSets")
+    with allure.step("both groups are partially placed, and stay so for the consistency window"):
+        final = hold_deadlocked(kube, namespace, GROUPS)
     with allure.step("the scheduler says the unplaced pods are Unschedulable for want of GPUs"):
         for pod in (p for p in final if not node_of(p)):
             cond = condition(pod, "PodScheduled") or {}
