@@ -18,12 +18,23 @@ from kbc.components.lws import (
     NAME_LABEL,
     hold_gated,
     leader_worker_set,
+    wait_gated,
     wait_group_running,
 )
 from kbc.gpu import wait_gpus_left_free
 from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, condition
-from kbc.kueue import QueueFactory, Queues, wait_admitted, wait_pending, wait_workload_of
+from kbc.kube import Kube, Obj, condition
+from kbc.kueue import (
+    Member,
+    Preemption,
+    QueueFactory,
+    Queues,
+    wait_admitted,
+    wait_pending,
+    wait_preempted,
+    wait_usage,
+    wait_workload_of,
+)
 from kbc.labels import GPU
 
 pytestmark = [
@@ -95,6 +106,61 @@ def test_quota_zero_holds_the_group_gated_until_the_quota_is_raised(
         kube.replace(cq)
         wait_admitted(kube, namespace, name)
         wait_group_running(kube, namespace, "waits", 2)
+
+
+@pytest.fixture
+def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
+    """A cohort: the lender (4 GPUs) may reclaim what it lends; the borrower has 2 GPUs of its own."""
+    return make_kueue_queues(
+        members={
+            "lender": Member({"cpu": "16", GPU: "4"}, preemption=Preemption(reclaim_within_cohort="Any")),
+            "borrower": Member({"cpu": "16", GPU: "2"}),
+        }
+    )
+
+
+def group_workload(kube: Kube, namespace: str, created: Obj) -> str:
+    """The name of the one Workload Kueue made for the one group of LeaderWorkerSet *created*."""
+    return str(wait_workload_of(kube, namespace, created)[0]["metadata"]["name"])
+
+
+@pytest.mark.kueue
+@allure.story(
+    "a lender reclaims the GPUs a LeaderWorkerSet's group borrowed: the whole group is evicted, its pods "
+    "come back held at Kueue's gate, none bound, and the lender's group runs whole"
+)
+def test_a_lender_reclaims_a_borrowing_group_whole(
+    kube: Kube, namespace: str, reclaiming_lender: Queues
+) -> None:
+    cohort = reclaiming_lender
+    borrower_cq, lender_cq = cohort.cluster_queues["borrower"], cohort.cluster_queues["lender"]
+    with allure.step("the borrower's group (4 pods x 1 GPU) runs on its own 2 GPUs and 2 borrowed"):
+        borrower = kube.create(
+            leader_worker_set("borrower", size=SIZE, gpus=1, queue=cohort.local_queues["borrower"]),
+            namespace=namespace,
+        )
+        wl_borrower = group_workload(kube, namespace, borrower)
+        wait_admitted(kube, namespace, wl_borrower)
+        wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="4", borrowed="2")
+        wait_group_running(kube, namespace, "borrower", SIZE)
+    with allure.step("the lender's group (4 pods x 1 GPU, its nominal quota) is submitted"):
+        lender = kube.create(
+            leader_worker_set("lender", size=SIZE, gpus=1, queue=cohort.local_queues["lender"]),
+            namespace=namespace,
+        )
+        wl_lender = group_workload(kube, namespace, lender)
+    with allure.step("the borrower's group Workload is evicted, Preempted with reason InCohortReclamation"):
+        wait_preempted(kube, namespace, wl_borrower, reasons={"InCohortReclamation"})
+    with allure.step("the lender's group is admitted on its own quota and all 4 of its pods run"):
+        wait_admitted(kube, namespace, wl_lender)
+        wait_group_running(kube, namespace, "lender", SIZE)
+        wait_usage(kube, lender_cq, cohort.flavor, GPU, total="4", borrowed="0")
+    with allure.step(
+        "the borrower's group is remade whole at Kueue's gate: all 4 pods gated, none bound, and stay so"
+    ):
+        wait_gated(kube, namespace, "borrower", SIZE)
+        hold_gated(kube, namespace, "borrower", SIZE)
+        wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="0", borrowed="0")
 
 
 GROUPS = Contenders(NAME_LABEL, ("group-a", "group-b"), SIZE, noun="groups")

@@ -8,7 +8,8 @@ admitted and running (the JobSet at a WorkloadPriorityClass), a gang waiting for
 quota, and a quota-zero queue with a pending Job; a running Job whose pod claims a DRA device
 within a DRA quota, and a running Job Kueue placed in one rack (where the cluster offers DRA
 devices and racked GPU nodes; the report says where it does not); where Volcano is installed, a
-Volcano Queue capped at two GPUs with a running 2-pod gang and a pending one. A snapshot records
+Volcano Queue capped at two GPUs with a running 2-pod gang and a pending one; where LeaderWorkerSet is
+installed, a LeaderWorkerSet whose 2-pod group Kueue admitted, running. A snapshot records
 every object by UID, each Workload's admission (its topology assignment too) and conditions, each
 ResourceClaim's allocated devices, each Job's suspend state, each pod's UID, node, start time and
 restarts, each ClusterQueue's usage and borrowing, and each PodGroup's phase and running count.
@@ -35,6 +36,8 @@ import allure
 import pytest
 
 from kbc import apis, timeouts
+from kbc.components.lws import GROUP as LWS_GROUP
+from kbc.components.lws import LEADER_WORKER_SET, leader_worker_set, wait_group_running
 from kbc.dra import claim_template, claims_of, devices, results, serves_dra, wait_pods_allocated
 from kbc.errors import OverAdmitted
 from kbc.gpu import gpu_nodes
@@ -96,6 +99,8 @@ KINDS = (apis.WORKLOAD, apis.JOB, apis.JOBSET, apis.POD, apis.LOCAL_QUEUE)
 # Volcano's part, where it is installed.
 VOLCANO_CRD, VOLCANO_GROUPS, VOLCANO_WEBHOOKS = "queues.scheduling.volcano.sh", ("volcano.sh",), ("volcano",)
 VOLCANO_KINDS = (apis.VCJOB, apis.PODGROUP)
+# LeaderWorkerSet's part, where it is installed.
+LWS_CRD, LWS_WEBHOOKS = f"leaderworkersets.{LWS_GROUP}", ("lws",)
 # DRA's part, where the API server serves resource.k8s.io/v1.
 DRA_KINDS = (apis.RESOURCE_CLAIM,)
 VOLCANO_GANG = 2
@@ -265,8 +270,24 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             name="volcano",
             attachment_type=allure.attachment_type.TEXT,
         )
-    groups = COMPONENT_GROUPS + (VOLCANO_GROUPS if volcano else ())
-    webhooks = WEBHOOK_NAMES + (VOLCANO_WEBHOOKS if volcano else ())
+    lws = kube.find(apis.CUSTOM_RESOURCE_DEFINITION, LWS_CRD) is not None
+    if lws:
+        with allure.step("make state: a LeaderWorkerSet's 2-pod group admitted on CPU quota and running"):
+            serving = kube.create(
+                leader_worker_set("serving", size=2, cpu="100m", queue=empty.local_queue), namespace=namespace
+            )
+            wait_admitted(
+                kube, namespace, *(w["metadata"]["name"] for w in wait_workload_of(kube, namespace, serving))
+            )
+            wait_group_running(kube, namespace, "serving", 2)
+    else:
+        allure.attach(
+            f"LeaderWorkerSet is not installed on this cluster (no CRD {LWS_CRD}): no LeaderWorkerSet state",
+            name="leaderworkerset",
+            attachment_type=allure.attachment_type.TEXT,
+        )
+    groups = COMPONENT_GROUPS + (VOLCANO_GROUPS if volcano else ()) + ((LWS_GROUP,) if lws else ())
+    webhooks = WEBHOOK_NAMES + (VOLCANO_WEBHOOKS if volcano else ()) + (LWS_WEBHOOKS if lws else ())
 
     def snapshot() -> Snapshot:
         return take_snapshot(
@@ -274,6 +295,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             namespaces=[namespace],
             namespaced=KINDS
             + (VOLCANO_KINDS if volcano else ())
+            + ((LEADER_WORKER_SET,) if lws else ())
             + (DRA_KINDS if serves_dra(kube) is None else ()),
             cluster_scoped={
                 apis.CLUSTER_QUEUE: [*cohort.cluster_queues.values(), empty.cluster_queue],

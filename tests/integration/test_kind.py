@@ -2,9 +2,9 @@
 sources, the registry mirror, the charts' controllers running as pods, scenarios and the canary.
 
 Every kind cluster here runs on the harness's engine (the ``docker_env`` fixture), never on a Docker
-of the machine's. The tests that
-make clusters of their own run before the module's shared cluster is made, so that one kind cluster
-runs at a time.
+of the machine's. The tests that make clusters of their own run before the module's shared cluster is made,
+so that one kind cluster runs at a time; ``kbc docker down`` removes the shared cluster, and the last test,
+with it gone, makes a cluster it keeps and a profile's beside it.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,32 @@ DRA_SABOTAGES = {
     # The control given a claim: the pod that should claim nothing sees a device.
     "dra_every_pod_claims_a_device": ["AssertionError", "a pod that claims no device sees {'GPU_DEVICE_"],
 }
+
+
+class KindClusters:
+    """Which kind clusters run on the engine, sampled every 2 s while a run goes on."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.seen: set[str] = set()
+        self.most = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="kind-clusters", daemon=True)
+
+    def __enter__(self) -> KindClusters:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(2.0):
+            found = docker(self.env, "ps", "--format", '{{.Label "io.x-k8s.kind.cluster"}}')
+            running = set(found.stdout.split()) if found.returncode == 0 else set()
+            self.seen |= running
+            self.most = max(self.most, len(running))
 
 
 def kbc_in(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -202,12 +229,16 @@ def test_the_canary_upgrades_the_charts_with_helm_on_kind(docker_env: dict[str, 
     )
     assert run.outcomes == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
     summary = (reports / "summary.md").read_text()
-    for name in ("kueue", "jobset"):
+    for name in ("kueue", "jobset", "lws"):
         component = lock.components[name]
         line = f"upgrade {name} {component.previous.app_version} → {component.app_version}: "
         assert f"- {line}" in summary, summary
-    workaround = next(line for line in summary.splitlines() if "workaround for " in line)
-    assert "kubernetes-sigs/jobset/issues/1205" in workaround and "--server-side=false" in workaround, summary
+    workarounds = [line for line in summary.splitlines() if "workaround for " in line]
+    assert any("jobset/issues/1205" in w and "--server-side=false" in w for w in workarounds), summary
+    # LeaderWorkerSet's chart moved its CRD from templates/ to crds/ after the previous pin: a plain helm
+    # upgrade deletes it and every LeaderWorkerSet (kubernetes-sigs/lws#880); the canary keeps it and says so.
+    kept = "leaderworkersets.leaderworkerset.x-k8s.io annotated helm.sh/resource-policy: keep"
+    assert any("helm/helm/issues/8163" in w and kept in w for w in workarounds), summary
     assert "log check: " in summary and "not checked" not in summary, summary
     # The log check read the new controllers' logs from their pods, and the API server's.
     checked = json.loads((reports / "summary.json").read_text())["upgrade"]["logs_checked"]
@@ -225,8 +256,10 @@ def kind_cluster(docker_env: dict[str, str]) -> Iterator[subprocess.CompletedPro
     try:
         yield up
     finally:
-        down = kbc_in(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", CLUSTER)
-        assert down.returncode == 0, down.stderr
+        # The module's last test removes it with `kbc docker down`, when that test ran.
+        if (paths.clusters_dir() / f"kind-{CLUSTER}").exists():
+            down = kbc_in(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", CLUSTER)
+            assert down.returncode == 0, down.stderr
         assert_nothing_left(docker_env, CLUSTER)
 
 
@@ -388,3 +421,64 @@ def test_the_dra_driver_scenario_fails_with_each_sabotage_on_kind(
     (failure,) = run.failures
     missing = [text for text in DRA_SABOTAGES[sabotage] if text not in failure]
     assert not missing, f"the failure does not explain itself with {missing}:\n{failure}"
+
+
+def test_docker_down_removes_the_kind_clusters_it_hosts_with_their_host_processes(
+    kind_cluster: subprocess.CompletedProcess[str], docker_env: dict[str, str]
+) -> None:
+    """The last test of the module's cluster: ``kbc docker down`` with it running removes it as ``kbc cluster
+    down`` would (its registry, chart repository, log follower and real node are host processes the engine
+    does not own), then the engine; ``kbc docker up`` brings the engine back for the tests after it."""
+    assert kind_cluster.returncode == 0, kind_cluster.stderr
+    assert processes_of(CLUSTER), "the cluster's registry mirror runs on the host"
+    try:
+        down = kbc_in(docker_env, "docker", "down")
+        assert down.returncode == 0, down.stderr
+        removed = f"removed kind cluster {CLUSTER} (nodes, registry mirror, chart repository, logs)"
+        assert removed in down.stderr, down.stderr
+        assert "nothing of it is left" in down.stderr, down.stderr
+        assert processes_of(CLUSTER) == [], "the registry, chart repository and log follower are stopped"
+        assert not (paths.clusters_dir() / f"kind-{CLUSTER}").exists(), "the cluster's folder is removed"
+    finally:
+        up = kbc_in(docker_env, "docker", "up")
+        assert up.returncode == 0, up.stderr
+
+
+# After the module's cluster is gone: a session that makes its cluster, and a scenario of another Kueue
+# configuration, which on kind gets a kind cluster of its own.
+KEPT = "kbc-selftest-kind-kept"
+PROFILED = "suites/test_pods_ready.py::test_without_wait_for_pods_ready_a_stuck_gang_keeps_its_quota"
+QUOTA_ZERO = next(s for s in SCENARIOS if "test_quota_zero" in s)
+
+
+def test_with_keep_cluster_a_profile_s_kind_cluster_still_goes_and_the_kept_one_is_named(
+    docker_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Under --keep-cluster the session's cluster is kept and named with the ``kbc cluster down`` line that
+    removes it; a profile's kind cluster runs beside it alone and goes when its scenarios end."""
+    try:
+        with KindClusters(docker_env) as sampled:
+            run = run_pytest(
+                [QUOTA_ZERO, PROFILED, *BUILD, "--cluster-name", KEPT, "--keep-cluster"],
+                ["--report-dir", str(tmp_path)],
+                sabotage=None,
+                timeout=1500,
+                env=docker_env,
+            )
+        assert run.outcomes == {"passed": 2, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+        profiles = sorted(sampled.seen - {KEPT})
+        assert len(profiles) == 1 and profiles[0].startswith(f"{KEPT}-"), sampled.seen
+        assert sampled.most == 2, f"at most the session's cluster and one profile's at once: {sampled.most}"
+        assert_nothing_left(docker_env, profiles[0])
+        kept = run.output.split("1 cluster(s) kept (--keep-cluster); remove each with:\n", 1)
+        assert len(kept) == 2, f"the run names the one cluster it kept:\n{run.output[-3000:]}"
+        line = kept[1].splitlines()[0].strip()
+        assert line == f"kbc cluster down --provider kind --cluster-name {KEPT}", line
+        assert containers_of(docker_env, KEPT), "the kept cluster runs"
+        # The line it printed is the one that removes it.
+        down = kbc_in(docker_env, *line.split()[1:])
+        assert down.returncode == 0, down.stderr
+        assert_nothing_left(docker_env, KEPT)
+    finally:
+        if (paths.clusters_dir() / f"kind-{KEPT}").exists():
+            kbc_in(docker_env, "cluster", "down", "--provider", "kind", "--cluster-name", KEPT)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kbc.cluster.charts.helm import known_upgrade_issues
+from kbc.cluster.charts.helm import KEEP_ANNOTATION, known_upgrade_issues, moved_crds_issue
 from kbc.cluster.pools import NodePool, load_pools
 from kbc.cluster.providers.kind.config import (
     CERTS_DIR,
@@ -172,6 +172,24 @@ def test_a_chart_that_declares_its_webhook_certificate_data_is_a_known_upgrade_i
     # The upstream fix keeps the Secret and drops its data: then no workaround applies.
     fixed = "kind: Secret\nmetadata:\n  name: x-webhook-server-cert\n"
     assert known_upgrade_issues(jobset, _chart(tmp_path, fixed)) == []
+
+
+def test_crds_the_release_renders_as_templates_and_the_new_chart_keeps_in_crds_are_kept_by_annotation() -> (
+    None
+):
+    """helm upgrade would delete them (the old release rendered them, the new one does not): the workaround
+    annotates them to be kept, before the new chart's crds/ are applied."""
+    component = load_lock().components["jobset"]
+    crd = {"kind": "CustomResourceDefinition", "metadata": {"name": "things.example.com"}}
+    other = {"kind": "CustomResourceDefinition", "metadata": {"name": "others.example.com"}}
+    issue = moved_crds_issue(component, ["things.example.com", "gone.example.com"], [crd, other])
+    assert issue is not None and issue.keep == ("things.example.com",) and issue.flags == ()
+    assert issue.url.endswith("helm/helm/issues/8163")
+    assert f"things.example.com annotated {KEEP_ANNOTATION}: keep before helm upgrade" in issue.describe()
+    assert "moved them from templates/ to crds/" in issue.describe()
+    # A release that renders no CRD (they were in crds/ already), or none the new chart keeps: nothing to do.
+    assert moved_crds_issue(component, [], [crd]) is None
+    assert moved_crds_issue(component, ["gone.example.com"], [crd]) is None
 
 
 # -- the DRA driver kind installs where pools declare DRA devices ---------------------------------------

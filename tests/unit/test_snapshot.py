@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbc import apis
-from kbc.snapshot import Snapshot, compare, compare_settled, facts_of, key_of, messages
+from kbc.snapshot import Snapshot, ca_bundle_problems, compare, compare_settled, facts_of, key_of, messages
 
 
 def workload(admitted: bool = True, evicted: bool = False) -> dict[str, Any]:
@@ -189,3 +189,28 @@ def test_a_change_no_controller_can_undo_ends_the_wait_at_once() -> None:
 
     settled = compare_settled(before, take, within=30, step=0.01)
     assert [str(c) for c in settled.changes] == ["Job ns/a: uid: 1 → 2"] and len(calls) == 1
+
+
+class _NoWebhookConfigurations:
+    def list(self, kind: Any, **_: Any) -> list[dict[str, Any]]:
+        return []
+
+
+def _crd(versions: list[str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "things.example.com"},
+        "spec": {
+            "versions": [{"name": v, "served": True, "storage": v == versions[0]} for v in versions],
+            "conversion": {"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"name": "s"}}}},
+        },
+    }
+
+
+def test_a_conversion_webhook_without_a_ca_counts_only_where_the_crd_has_versions_to_convert() -> None:
+    """The API server calls a CRD's conversion webhook between its versions: with two and no caBundle it
+    cannot trust it; with one it never calls it."""
+    kube: Any = _NoWebhookConfigurations()
+    assert ca_bundle_problems(kube, [_crd(["v1", "v1beta1"])], []) == [
+        "CRD things.example.com conversion webhook: no caBundle"
+    ]
+    assert ca_bundle_problems(kube, [_crd(["v1"])], []) == []
