@@ -23,7 +23,7 @@ from kbc.components.lws import (
 )
 from kbc.gpu import wait_gpus_left_free
 from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, Obj, condition
+from kbc.kube import Kube, condition
 from kbc.kueue import (
     Member,
     Preemption,
@@ -119,11 +119,6 @@ def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
     )
 
 
-def group_workload(kube: Kube, namespace: str, created: Obj) -> str:
-    """The name of the one Workload Kueue made for the one group of LeaderWorkerSet *created*."""
-    return str(wait_workload_of(kube, namespace, created)[0]["metadata"]["name"])
-
-
 @pytest.mark.kueue
 @allure.story(
     "a lender reclaims the GPUs a LeaderWorkerSet's group borrowed: the whole group is evicted, its pods "
@@ -139,7 +134,7 @@ def test_a_lender_reclaims_a_borrowing_group_whole(
             leader_worker_set("borrower", size=SIZE, gpus=1, queue=cohort.local_queues["borrower"]),
             namespace=namespace,
         )
-        wl_borrower = group_workload(kube, namespace, borrower)
+        wl_borrower = wait_workload_of(kube, namespace, borrower)[0]["metadata"]["name"]
         wait_admitted(kube, namespace, wl_borrower)
         wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="4", borrowed="2")
         wait_group_running(kube, namespace, "borrower", SIZE)
@@ -148,7 +143,7 @@ def test_a_lender_reclaims_a_borrowing_group_whole(
             leader_worker_set("lender", size=SIZE, gpus=1, queue=cohort.local_queues["lender"]),
             namespace=namespace,
         )
-        wl_lender = group_workload(kube, namespace, lender)
+        wl_lender = wait_workload_of(kube, namespace, lender)[0]["metadata"]["name"]
     with allure.step("the borrower's group Workload is evicted, Preempted with reason InCohortReclamation"):
         wait_preempted(kube, namespace, wl_borrower, reasons={"InCohortReclamation"})
     with allure.step("the lender's group is admitted on its own quota and all 4 of its pods run"):
