@@ -49,7 +49,7 @@ def declare(package: tuple[list[str], str], name: str, drop: str = "", **extra: 
 
 
 def test_the_registry_declares_the_components_in_install_order() -> None:
-    assert components.names() == ("jobset", "lws", "kueue", "volcano")
+    assert components.names() == ("jobset", "lws", "trainer", "kueue", "volcano")
     assert components.configurable() == ("kueue", "volcano")
     assert {s.component for s in components.harness_settings()} == {"kueue", "volcano"}
 
@@ -59,8 +59,13 @@ def test_what_others_wait_for_installs_first_and_the_rest_together() -> None:
     assert components.install_waves(["kueue"]) == [["kueue"]]
     assert components.install_waves(["volcano", "jobset"]) == [["jobset", "volcano"]]
     assert components.install_order(["volcano", "kueue", "jobset"]) == ["jobset", "kueue", "volcano"]
-    # LeaderWorkerSet says it goes before Kueue (``before``); Kueue's declaration does not name it.
-    assert components.install_waves(components.names()) == [["jobset", "lws"], ["kueue", "volcano"]]
+    # LeaderWorkerSet and Trainer say they go before Kueue (``before``); Kueue's declaration names neither.
+    # Trainer comes after JobSet, whose JobSets its TrainJobs run as.
+    assert components.install_waves(components.names()) == [
+        ["jobset", "lws"],
+        ["trainer"],
+        ["kueue", "volcano"],
+    ]
     assert components.install_waves(["lws", "volcano"]) == [["lws", "volcano"]]
 
 
@@ -141,6 +146,6 @@ def test_a_lock_entry_for_a_component_the_registry_does_not_know_is_refused(
 
 def test_unknown_component_names_the_components() -> None:
     with pytest.raises(
-        Exception, match=r"unknown component 'ray'; the components are jobset, lws, kueue, volcano"
+        Exception, match=r"unknown component 'ray'; the components are jobset, lws, trainer, kueue, volcano"
     ):
         components.get("ray")

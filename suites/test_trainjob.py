@@ -1,0 +1,191 @@
+"""Kubeflow Trainer's TrainJob through Kueue: a distributed training job is one Workload, admitted whole
+or not at all.
+
+Kueue's webhook suspends a TrainJob submitted to a LocalQueue; suspended, Trainer keeps its JobSet
+suspended and no pod of any node exists. Admitted, Kueue resumes it and Trainer's JobSet makes every node's
+pod at once. The negative control shows what that prevents: without Kueue, two TrainJobs contending for
+too few GPUs end each partly placed, for good, where a partly placed torch job hangs at its rendezvous.
+"""
+
+from __future__ import annotations
+
+import allure
+import pytest
+
+from kbc import apis
+from kbc.components.trainer import (
+    JOBSET_NAME_LABEL,
+    TRAIN_JOB,
+    hold_suspended,
+    train_job,
+    wait_nodes_running,
+)
+from kbc.gpu import wait_gpus_left_free
+from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
+from kbc.kube import Kube, condition
+from kbc.kueue import (
+    Member,
+    Preemption,
+    QueueFactory,
+    Queues,
+    wait_admitted,
+    wait_pending,
+    wait_preempted,
+    wait_usage,
+    wait_workload_of,
+)
+from kbc.labels import GPU
+
+pytestmark = [
+    pytest.mark.trainjob,
+    pytest.mark.trainer,
+    allure.epic("Kubeflow Trainer"),
+    allure.feature("trainjob"),
+]
+
+NODES = 4
+"""Nodes per TrainJob: a pod each, one GPU each."""
+
+
+@pytest.fixture
+def six_gpus(make_kueue_queues: QueueFactory) -> Queues:
+    """A ClusterQueue with room for 6 GPUs: one 4-node TrainJob fits, two do not."""
+    return make_kueue_queues({"cpu": "16", GPU: "6"})
+
+
+@pytest.mark.kueue
+@pytest.mark.jobset
+@allure.story(
+    "of two 4-node TrainJobs (1 GPU a node) on 6 GPUs of quota, one runs whole and the other stays "
+    "suspended without a single pod until the first is deleted"
+)
+def test_a_trainjob_is_admitted_whole_and_a_second_waits_without_a_pod(
+    kube: Kube, namespace: str, six_gpus: Queues
+) -> None:
+    with allure.step("submit TrainJob first (4 nodes on torch-distributed, 1 GPU each)"):
+        first = kube.create(
+            train_job("first", nodes=NODES, gpus=1, queue=six_gpus.local_queue), namespace=namespace
+        )
+        (wl_first,) = wait_workload_of(kube, namespace, first)
+        counts = [p["count"] for p in wl_first["spec"]["podSets"]]
+        assert sum(counts) == NODES, (
+            f"the TrainJob's Workload holds all {NODES} nodes' pods: {wl_first['spec']['podSets']}"
+        )
+        wait_admitted(kube, namespace, wl_first["metadata"]["name"])
+        wait_nodes_running(kube, namespace, "first", NODES)
+    with allure.step("submit TrainJob second: its Workload is pending, the job suspended with no pod"):
+        second = kube.create(
+            train_job("second", nodes=NODES, gpus=1, queue=six_gpus.local_queue), namespace=namespace
+        )
+        wl_second = wait_workload_of(kube, namespace, second)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, wl_second)
+        hold_suspended(kube, namespace, "second")
+    with allure.step("delete the first: the second is admitted and all its nodes' pods run"):
+        kube.delete(TRAIN_JOB, "first", namespace=namespace)
+        wait_admitted(kube, namespace, wl_second)
+        wait_nodes_running(kube, namespace, "second", NODES)
+
+
+@pytest.mark.kueue
+@pytest.mark.jobset
+@allure.story("a TrainJob in a quota-zero ClusterQueue stays suspended without a pod until quota appears")
+def test_quota_zero_holds_the_trainjob_suspended_until_the_quota_is_raised(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory
+) -> None:
+    queues = make_kueue_queues({"cpu": "0"})
+    with allure.step("submit a 2-node TrainJob (100m CPU a node) to a quota of zero"):
+        created = kube.create(
+            train_job("waits", nodes=2, cpu="100m", queue=queues.local_queue), namespace=namespace
+        )
+        name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, name)
+    with allure.step("it stays suspended, without a pod, for the consistency window"):
+        hold_suspended(kube, namespace, "waits")
+    with allure.step("raise nominalQuota to 200m CPU: the TrainJob is admitted and both nodes' pods run"):
+        cq = kube.get(apis.CLUSTER_QUEUE, queues.cluster_queue)
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "200m"
+        kube.replace(cq)
+        wait_admitted(kube, namespace, name)
+        wait_nodes_running(kube, namespace, "waits", 2)
+
+
+@pytest.fixture
+def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
+    """A cohort: the lender (4 GPUs) may reclaim what it lends; the borrower has 2 GPUs of its own."""
+    return make_kueue_queues(
+        members={
+            "lender": Member({"cpu": "16", GPU: "4"}, preemption=Preemption(reclaim_within_cohort="Any")),
+            "borrower": Member({"cpu": "16", GPU: "2"}),
+        }
+    )
+
+
+@pytest.mark.kueue
+@pytest.mark.jobset
+@allure.story(
+    "a lender reclaims the GPUs a TrainJob borrowed: the whole job is evicted and suspended, Trainer removes "
+    "every pod, and the lender's TrainJob runs whole"
+)
+def test_a_lender_reclaims_a_borrowing_trainjob_whole(
+    kube: Kube, namespace: str, reclaiming_lender: Queues
+) -> None:
+    cohort = reclaiming_lender
+    borrower_cq, lender_cq = cohort.cluster_queues["borrower"], cohort.cluster_queues["lender"]
+    with allure.step("the borrower's TrainJob (4 nodes x 1 GPU) runs on its own 2 GPUs and 2 borrowed"):
+        borrower = kube.create(
+            train_job("borrower", nodes=NODES, gpus=1, queue=cohort.local_queues["borrower"]),
+            namespace=namespace,
+        )
+        wl_borrower = wait_workload_of(kube, namespace, borrower)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, wl_borrower)
+        wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="4", borrowed="2")
+        wait_nodes_running(kube, namespace, "borrower", NODES)
+    with allure.step("the lender's TrainJob (4 nodes x 1 GPU, its nominal quota) is submitted"):
+        lender = kube.create(
+            train_job("lender", nodes=NODES, gpus=1, queue=cohort.local_queues["lender"]),
+            namespace=namespace,
+        )
+        wl_lender = wait_workload_of(kube, namespace, lender)[0]["metadata"]["name"]
+    with allure.step("the borrower's Workload is evicted, Preempted with reason InCohortReclamation"):
+        wait_preempted(kube, namespace, wl_borrower, reasons={"InCohortReclamation"})
+    with allure.step("the lender's TrainJob is admitted on its own quota and all 4 of its pods run"):
+        wait_admitted(kube, namespace, wl_lender)
+        wait_nodes_running(kube, namespace, "lender", NODES)
+        wait_usage(kube, lender_cq, cohort.flavor, GPU, total="4", borrowed="0")
+    with allure.step("the borrower is suspended again, every pod gone, and stays so"):
+        wait_pending(kube, namespace, wl_borrower)
+        hold_suspended(kube, namespace, "borrower")
+        wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="0", borrowed="0")
+
+
+JOBS = Contenders(JOBSET_NAME_LABEL, ("train-a", "train-b"), NODES, noun="TrainJobs")
+
+
+@pytest.mark.serial
+@pytest.mark.jobset
+@allure.story(
+    "negative control without Kueue: two 4-node TrainJobs on 6 free GPUs end each partly placed under the "
+    "default scheduler (the deadlock)"
+)
+def test_without_kueue_two_trainjobs_on_six_gpus_end_partly_placed(kube: Kube, namespace: str) -> None:
+    with allure.step("leave exactly 6 GPUs free on one GPU node"):
+        filler = wait_gpus_left_free(kube, namespace, free=6)
+    with allure.step("create TrainJobs A and B (4 nodes, 1 GPU each, no queue), pods held at a gate"):
+        # The gate lets both jobs' pods reach the scheduler interleaved, A1 B1 A2 B2 ..., as they do when two
+        # JobSets' Jobs make their pods at once; the scheduler still decides placement.
+        for name in JOBS.names:
+            kube.create(
+                train_job(
+                    name, nodes=NODES, gpus=1, node_selector=filler.node.selector, gates=(ARRIVAL_GATE,)
+                ),
+                namespace=namespace,
+            )
+    with allure.step("release the pods to the default scheduler in turn: A1, B1, A2, B2, ..."):
+        release_in_turn(kube, namespace, JOBS, made_by="the TrainJobs' JobSets")
+    with allure.step("both TrainJobs are partially placed, and stay so for the consistency window"):
+        final = hold_deadlocked(kube, namespace, JOBS)
+    with allure.step("the scheduler says the unplaced pods are Unschedulable for want of GPUs"):
+        for pod in (p for p in final if not node_of(p)):
+            cond = condition(pod, "PodScheduled") or {}
+            assert cond.get("reason") == "Unschedulable", (pod["metadata"]["name"], cond)
+            assert f"Insufficient {GPU}" in cond.get("message", ""), (pod["metadata"]["name"], cond)
