@@ -20,6 +20,7 @@ import allure
 import pytest
 
 from kbc import apis
+from kbc.components.trainer import TORCH_DISTRIBUTED, train_job, wait_complete
 from kbc.jobs import wait_pods_running
 from kbc.kube import Kube, Obj, hold_list, hold_together
 from kbc.kueue import QueueFactory, admission, hold_suspended, wait_admitted, wait_pending, wait_workload_of
@@ -33,6 +34,10 @@ pytestmark = [pytest.mark.controller, allure.feature("controller")]
 KUEUE_CLUSTER_QUEUE_WEBHOOK = "vclusterqueue.kb.io"
 JOBSET_WEBHOOK = "validate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io"
 VOLCANO_JOB_WEBHOOK = "validatejob.volcano.sh"
+TRAINER_TRAINJOB_WEBHOOK = "validator.trainjob.trainer.kubeflow.org"
+MISSING_RUNTIME = "does-not-exist-runtime"
+"""The runtime the AI Conformance test's invalid TrainJob names (kubernetes-sigs/ai-conformance,
+``TestRobustCRDControllerOperation``)."""
 
 
 def lending_cluster_queue(name: str, lending: int) -> Obj:
@@ -120,6 +125,55 @@ def test_volcano_webhook_refuses_min_available_above_the_replicas(kube: Kube, na
         allure.attach(said, name="Volcano's words")
         assert "job 'minAvailable' should not be greater than total replicas in tasks" in said, said
         assert accepted["spec"]["schedulerName"] == SCHEDULER_NAME
+
+
+@pytest.mark.trainer
+@allure.epic("Kubeflow Trainer")
+@allure.story(
+    "Kubeflow Trainer's TrainJob webhook refuses a TrainJob on a runtime that does not exist, in its own "
+    "words"
+)
+def test_trainer_webhook_refuses_a_trainjob_on_a_runtime_that_does_not_exist(
+    kube: Kube, namespace: str
+) -> None:
+    with allure.step(f"a TrainJob on the {TORCH_DISTRIBUTED} ClusterTrainingRuntime is accepted (dry run)"):
+        expect_accepted(
+            kube, train_job("on-torch", nodes=1), namespace=namespace, why=f"{TORCH_DISTRIBUTED} exists"
+        )
+    with allure.step(
+        f"the same TrainJob on runtime {MISSING_RUNTIME} is refused by Trainer's webhook (dry run)"
+    ):
+        said = expect_webhook_refusal(
+            kube,
+            train_job("on-nothing", nodes=1, runtime=MISSING_RUNTIME),
+            namespace=namespace,
+            webhook=TRAINER_TRAINJOB_WEBHOOK,
+            why=f"runtimeRef names ClusterTrainingRuntime {MISSING_RUNTIME}, which does not exist",
+        )
+        allure.attach(said, name="Trainer's words")
+        assert f'ClusterTrainingRuntime.trainer.kubeflow.org "{MISSING_RUNTIME}" not found' in said, said
+        assert "specified clusterTrainingRuntime must be created before the TrainJob is created" in said, said
+
+
+@pytest.mark.trainer
+@pytest.mark.jobset
+@allure.epic("Kubeflow Trainer")
+@allure.story(
+    "a TrainJob of 2 nodes on torch-distributed, not queued, is reconciled by Trainer into a JobSet whose "
+    "pods run and end, and reaches Complete"
+)
+def test_a_trainjob_on_torch_distributed_reaches_complete(kube: Kube, namespace: str) -> None:
+    with allure.step(f"submit a 2-node TrainJob on {TORCH_DISTRIBUTED} whose pods run for 3s"):
+        created = kube.create(train_job("completes", nodes=2, run_for="3s"), namespace=namespace)
+        assert not created["spec"].get("suspend"), "a TrainJob no queue names is not suspended"
+    with allure.step(
+        "Trainer makes its JobSet, whose Job's 2 pods run and succeed: the TrainJob is Complete"
+    ):
+        done = wait_complete(kube, namespace, "completes")
+        jobset_made = kube.get(apis.JOBSET, "completes", namespace=namespace)
+        owners = {o.get("kind") for o in jobset_made["metadata"].get("ownerReferences") or []}
+        assert "TrainJob" in owners, f"JobSet completes is owned by {owners}, not by its TrainJob"
+        allure.attach(repr(done.get("status")), name="TrainJob status")
 
 
 def identities(workloads: list[Obj]) -> dict[str, tuple[str, str, bool]]:

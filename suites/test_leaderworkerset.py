@@ -12,7 +12,7 @@ from __future__ import annotations
 import allure
 import pytest
 
-from kbc import apis
+from kbc import apis, timeouts
 from kbc.components.lws import (
     LEADER_WORKER_SET,
     NAME_LABEL,
@@ -21,21 +21,26 @@ from kbc.components.lws import (
     wait_gated,
     wait_group_running,
 )
+from kbc.flavors import gpu_products, node_products
 from kbc.gpu import wait_gpus_left_free
-from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, condition
+from kbc.jobs import ARRIVAL_GATE, Contenders, bound, describe_pods, hold_deadlocked, node_of, release_in_turn
+from kbc.kube import Kube, Obj, condition, wait_for_list
 from kbc.kueue import (
     Member,
     Preemption,
     QueueFactory,
     Queues,
     wait_admitted,
+    wait_evicted_at_pods_ready_timeout,
     wait_pending,
     wait_preempted,
     wait_usage,
     wait_workload_of,
 )
-from kbc.labels import GPU
+from kbc.kueue.labels import ADMISSION_GATE
+from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
+from kbc.labels import GPU, PRODUCT_LABEL
+from kbc.workloads import GPU_TOLERATION
 
 pytestmark = [
     pytest.mark.leaderworkerset,
@@ -106,6 +111,123 @@ def test_quota_zero_holds_the_group_gated_until_the_quota_is_raised(
         kube.replace(cq)
         wait_admitted(kube, namespace, name)
         wait_group_running(kube, namespace, "waits", 2)
+
+
+def _tolerates_gpus(tolerations: list[Obj]) -> bool:
+    return any(
+        t.get("key") == GPU and t.get("operator") == "Exists" and t.get("effect") == "NoSchedule"
+        for t in tolerations
+    )
+
+
+def _ungated(pods: list[Obj]) -> bool:
+    return all(
+        ADMISSION_GATE not in {g.get("name") for g in p["spec"].get("schedulingGates") or []} for p in pods
+    )
+
+
+@pytest.mark.kueue
+@allure.story(
+    "a flavor's node labels and GPU toleration reach every pod of a LeaderWorkerSet's group that tolerates "
+    "nothing itself, as Kueue ungates them"
+)
+def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_the_group(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory
+) -> None:
+    product = gpu_products(kube)[0]
+    selector = {PRODUCT_LABEL: product.product}
+    queues = make_kueue_queues(
+        {"cpu": "16", GPU: "2"},
+        flavors={product.key: selector},
+        tolerations={product.key: [GPU_TOLERATION]},
+    )
+    with allure.step(
+        f"submit a LeaderWorkerSet of one 2-pod group (1 GPU a pod, no toleration of its own) to a flavor "
+        f"selecting {product.product} and tolerating {GPU}"
+    ):
+        created = kube.create(
+            leader_worker_set("placed", size=2, gpus=1, queue=queues.local_queue, tolerate_gpu=False),
+            namespace=namespace,
+        )
+        name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, name)
+    with allure.step(f"Kueue ungates both pods with the flavor's nodeSelector and its toleration of {GPU}"):
+        pods = wait_for_list(
+            kube,
+            apis.POD,
+            namespace=namespace,
+            labels={NAME_LABEL: "placed"},
+            until=lambda found: len(found) == 2 and _ungated(found),
+            timeout=timeouts.LONG,
+            what=f"Kueue to remove {ADMISSION_GATE} from both pods of LeaderWorkerSet placed",
+            describe=describe_pods,
+        )
+        for pod in pods:
+            pod_name, spec = pod["metadata"]["name"], pod["spec"]
+            assert (spec.get("nodeSelector") or {}).get(PRODUCT_LABEL) == product.product, (
+                f"Kueue should select the flavor's nodeLabels {selector} for pod {pod_name}: "
+                f"{spec.get('nodeSelector')}"
+            )
+            assert _tolerates_gpus(spec.get("tolerations") or []), (
+                f"Kueue should add the flavor's toleration of {GPU} to pod {pod_name}: "
+                f"{spec.get('tolerations')}"
+            )
+    with allure.step(f"both pods run on {product.product} nodes"):
+        on = node_products(kube)
+        for pod in wait_group_running(kube, namespace, "placed", 2):
+            assert on.get(node_of(pod) or "") == product.product, (pod["metadata"]["name"], node_of(pod), on)
+
+
+NO_SUCH_PRODUCT = "kbc-no-such-gpu"
+"""A GPU product no node reports: a flavor selecting it admits by quota, and its pods never schedule."""
+
+
+@pytest.mark.kueue
+@pytest.mark.needs(PODS_READY_SHORT)
+@allure.story(
+    "with waitForPodsReady, a group admitted by quota whose pods cannot be placed is evicted at the timeout, "
+    "its pods remade at Kueue's gate, and its quota admits the next group"
+)
+def test_a_group_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory
+) -> None:
+    queues = make_kueue_queues(
+        {"cpu": "16", GPU: "4"},
+        flavors={"gone": {PRODUCT_LABEL: NO_SUCH_PRODUCT}},
+        tolerations={"gone": [GPU_TOLERATION]},
+    )
+    with allure.step(
+        f"a group of 4 pods is admitted on a flavor of 4 GPUs selecting {PRODUCT_LABEL}={NO_SUCH_PRODUCT}, "
+        "which no node has: its pods are ungated, none can be bound"
+    ):
+        stuck = kube.create(
+            leader_worker_set("stuck", size=SIZE, gpus=1, queue=queues.local_queue), namespace=namespace
+        )
+        wl_stuck = wait_workload_of(kube, namespace, stuck)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, wl_stuck)
+        wait_for_list(
+            kube,
+            apis.POD,
+            namespace=namespace,
+            labels={NAME_LABEL: "stuck"},
+            until=lambda pods: len(pods) == SIZE and _ungated(pods) and not bound(pods),
+            timeout=timeouts.LONG,
+            what=f"the {SIZE} pods of LeaderWorkerSet stuck ungated, none bound",
+            describe=describe_pods,
+        )
+    with allure.step("a second LeaderWorkerSet's group of the same size waits for the quota"):
+        waiting = kube.create(
+            leader_worker_set("next", size=SIZE, gpus=1, queue=queues.local_queue), namespace=namespace
+        )
+        wl_next = wait_workload_of(kube, namespace, waiting)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, wl_next)
+    with allure.step(f"after {PODS_READY_TIMEOUT_SECONDS}s Kueue evicts the stuck group (PodsReadyTimeout)"):
+        wait_evicted_at_pods_ready_timeout(kube, namespace, wl_stuck)
+    with allure.step(
+        "its quota admits the next group, and the stuck group's pods are remade at Kueue's gate"
+    ):
+        wait_admitted(kube, namespace, wl_next)
+        wait_gated(kube, namespace, "stuck", SIZE)
 
 
 @pytest.fixture

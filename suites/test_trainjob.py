@@ -12,29 +12,36 @@ from __future__ import annotations
 import allure
 import pytest
 
-from kbc import apis
+from kbc import apis, timeouts
 from kbc.components.trainer import (
     JOBSET_NAME_LABEL,
+    KUEUE_PATCH,
     TRAIN_JOB,
     hold_suspended,
+    runtime_patch,
     train_job,
     wait_nodes_running,
+    wait_suspended,
 )
+from kbc.flavors import gpu_products, node_products
 from kbc.gpu import wait_gpus_left_free
-from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, condition
+from kbc.jobs import ARRIVAL_GATE, Contenders, bound, describe_pods, hold_deadlocked, node_of, release_in_turn
+from kbc.kube import Kube, Obj, condition, wait_for_list, wait_until_exists
 from kbc.kueue import (
     Member,
     Preemption,
     QueueFactory,
     Queues,
     wait_admitted,
+    wait_evicted_at_pods_ready_timeout,
     wait_pending,
     wait_preempted,
     wait_usage,
     wait_workload_of,
 )
-from kbc.labels import GPU
+from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
+from kbc.labels import GPU, PRODUCT_LABEL
+from kbc.workloads import GPU_TOLERATION
 
 pytestmark = [
     pytest.mark.trainjob,
@@ -107,6 +114,125 @@ def test_quota_zero_holds_the_trainjob_suspended_until_the_quota_is_raised(
         kube.replace(cq)
         wait_admitted(kube, namespace, name)
         wait_nodes_running(kube, namespace, "waits", 2)
+
+
+def _tolerates_gpus(tolerations: list[Obj]) -> bool:
+    return any(
+        t.get("key") == GPU and t.get("operator") == "Exists" and t.get("effect") == "NoSchedule"
+        for t in tolerations
+    )
+
+
+@pytest.mark.kueue
+@pytest.mark.jobset
+@allure.story(
+    "a flavor's node labels and GPU toleration reach every pod of a TrainJob that tolerates nothing itself, "
+    "through the runtime patch Kueue writes on admission"
+)
+def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_through_kueue_s_runtime_patch(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory
+) -> None:
+    product = gpu_products(kube)[0]
+    selector = {PRODUCT_LABEL: product.product}
+    queues = make_kueue_queues(
+        {"cpu": "16", GPU: "2"},
+        flavors={product.key: selector},
+        tolerations={product.key: [GPU_TOLERATION]},
+    )
+    with allure.step(
+        f"submit a 2-node TrainJob (1 GPU a node, no toleration of its own) to a flavor selecting "
+        f"{product.product} and tolerating {GPU}"
+    ):
+        created = kube.create(
+            train_job("placed", nodes=2, gpus=1, queue=queues.local_queue, tolerate_gpu=False),
+            namespace=namespace,
+        )
+        patches = created["spec"].get("runtimePatches")
+        managers = [p.get("manager") for p in patches or []]
+        # Kueue's webhook adds its own patch, empty until admission fills it; the harness adds none here.
+        assert managers == [KUEUE_PATCH], f"the TrainJob as created: runtimePatches {patches}"
+        assert runtime_patch(created, KUEUE_PATCH) is None, f"Kueue's patch before admission: {patches}"
+        name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, name)
+    with allure.step("Kueue's runtime patch gives the node job the flavor's nodeSelector and toleration"):
+        admitted = wait_until_exists(
+            kube,
+            TRAIN_JOB,
+            "placed",
+            namespace=namespace,
+            until=lambda j: runtime_patch(j, KUEUE_PATCH) is not None and j["spec"].get("suspend") is False,
+            timeout=timeouts.LONG,
+            what=f"Kueue to resume TrainJob placed with a runtime patch of manager {KUEUE_PATCH}",
+        )
+        patch = runtime_patch(admitted, KUEUE_PATCH) or {}
+        allure.attach(repr(admitted["spec"]["runtimePatches"]), name="spec.runtimePatches")
+        assert patch.get("nodeSelector") == selector, (
+            f"Kueue's runtime patch should select the flavor's nodeLabels {selector}: {patch}"
+        )
+        assert _tolerates_gpus(patch.get("tolerations") or []), (
+            f"Kueue's runtime patch should carry the flavor's toleration of {GPU}: {patch}"
+        )
+    with allure.step(f"every pod carries both and runs on a {product.product} node"):
+        pods = wait_nodes_running(kube, namespace, "placed", 2)
+        on = node_products(kube)
+        for pod in pods:
+            pod_name, spec = pod["metadata"]["name"], pod["spec"]
+            assert (spec.get("nodeSelector") or {}).get(PRODUCT_LABEL) == product.product, (pod_name, spec)
+            assert _tolerates_gpus(spec.get("tolerations") or []), (pod_name, spec.get("tolerations"))
+            assert on.get(node_of(pod) or "") == product.product, (pod_name, node_of(pod), on)
+
+
+NO_SUCH_PRODUCT = "kbc-no-such-gpu"
+"""A GPU product no node reports: a flavor selecting it admits by quota, and its pods never schedule."""
+
+
+@pytest.mark.kueue
+@pytest.mark.jobset
+@pytest.mark.needs(PODS_READY_SHORT)
+@allure.story(
+    "with waitForPodsReady, a TrainJob admitted by quota whose pods cannot be placed is evicted at the "
+    "timeout, suspended with every pod removed, and its quota admits the next TrainJob"
+)
+def test_a_trainjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory
+) -> None:
+    queues = make_kueue_queues(
+        {"cpu": "16", GPU: "4"},
+        flavors={"gone": {PRODUCT_LABEL: NO_SUCH_PRODUCT}},
+        tolerations={"gone": [GPU_TOLERATION]},
+    )
+    with allure.step(
+        f"a 4-node TrainJob is admitted on a flavor of 4 GPUs selecting {PRODUCT_LABEL}={NO_SUCH_PRODUCT}, "
+        "which no node has: all 4 pods are made, none can be bound"
+    ):
+        stuck = kube.create(
+            train_job("stuck", nodes=NODES, gpus=1, queue=queues.local_queue), namespace=namespace
+        )
+        wl_stuck = wait_workload_of(kube, namespace, stuck)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, wl_stuck)
+        wait_for_list(
+            kube,
+            apis.POD,
+            namespace=namespace,
+            labels={JOBSET_NAME_LABEL: "stuck"},
+            until=lambda pods: len(pods) == NODES and not bound(pods),
+            timeout=timeouts.LONG,
+            what=f"the {NODES} pods of TrainJob stuck made, none bound",
+            describe=describe_pods,
+        )
+    with allure.step("a second TrainJob of the same size waits for the quota"):
+        waiting = kube.create(
+            train_job("next", nodes=NODES, gpus=1, queue=queues.local_queue), namespace=namespace
+        )
+        wl_next = wait_workload_of(kube, namespace, waiting)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, wl_next)
+    with allure.step(
+        f"after {PODS_READY_TIMEOUT_SECONDS}s Kueue evicts the stuck TrainJob (PodsReadyTimeout)"
+    ):
+        wait_evicted_at_pods_ready_timeout(kube, namespace, wl_stuck)
+    with allure.step("its quota admits the next, and the stuck one is suspended with every pod removed"):
+        wait_admitted(kube, namespace, wl_next)
+        wait_suspended(kube, namespace, "stuck")
 
 
 @pytest.fixture

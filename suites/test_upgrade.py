@@ -9,7 +9,8 @@ quota, and a quota-zero queue with a pending Job; a running Job whose pod claims
 within a DRA quota, and a running Job Kueue placed in one rack (where the cluster offers DRA
 devices and racked GPU nodes; the report says where it does not); where Volcano is installed, a
 Volcano Queue capped at two GPUs with a running 2-pod gang and a pending one; where LeaderWorkerSet is
-installed, a LeaderWorkerSet whose 2-pod group Kueue admitted, running. A snapshot records
+installed, a LeaderWorkerSet whose 2-pod group Kueue admitted, running; where Kubeflow Trainer is installed,
+a 2-node TrainJob Kueue admitted, running. A snapshot records
 every object by UID, each Workload's admission (its topology assignment too) and conditions, each
 ResourceClaim's allocated devices, each Job's suspend state, each pod's UID, node, start time and
 restarts, each ClusterQueue's usage and borrowing, and each PodGroup's phase and running count.
@@ -30,19 +31,15 @@ cluster of its own (``test_an_upgrade_under_load_keeps_every_object_admission_an
 from __future__ import annotations
 
 from collections.abc import Callable
-from decimal import Decimal
 
 import allure
 import pytest
 
 from kbc import apis, timeouts
-from kbc.components.lws import GROUP as LWS_GROUP
-from kbc.components.lws import LEADER_WORKER_SET, leader_worker_set, wait_group_running
-from kbc.dra import claim_template, claims_of, devices, results, serves_dra, wait_pods_allocated
+from kbc.dra import serves_dra
 from kbc.errors import OverAdmitted
-from kbc.gpu import gpu_nodes
 from kbc.jobs import wait_pods_running
-from kbc.kube import Kube, Obj
+from kbc.kube import Kube
 from kbc.kueue import (
     PRIORITY_CLASS_LABEL,
     CohortUse,
@@ -50,7 +47,6 @@ from kbc.kueue import (
     PriorityFactory,
     QueueFactory,
     admission,
-    amount,
     cohort_use,
     flavor_usage,
     hold_suspended,
@@ -60,9 +56,7 @@ from kbc.kueue import (
     wait_usage,
     wait_workload_of,
 )
-from kbc.kueue.settings import DRA_QUOTA
-from kbc.kueue.topology import required, topology
-from kbc.labels import BLOCK_LABEL, DRA_DRIVER, GPU, HOSTNAME_LABEL, PRODUCT_LABEL, RACK_LABEL
+from kbc.labels import GPU
 from kbc.perf import PinsComparison, UpgradeUnderLoad
 from kbc.snapshot import (
     ABSENT,
@@ -76,126 +70,33 @@ from kbc.snapshot import (
     unreadable_versions,
 )
 from kbc.volcano import (
-    PENDING,
-    QUOTA_INSUFFICIENT,
     RUNNING,
     VolcanoQueueFactory,
-    create_vcjob,
     phase,
-    wait_pending_because,
     wait_podgroup,
-    wait_podgroup_of,
     wait_vcjob_pods_running,
 )
-from kbc.workloads import group_pod, job, jobset, vcjob
+from kbc.workloads import group_pod, job, jobset
+from suites._canary_state import (
+    RUNS_THROUGH,
+    VOLCANO_GANG,
+    claim_state,
+    make_operator_states,
+    make_volcano_state,
+    rack_state,
+    usage_of_admitted,
+)
 
 pytestmark = [pytest.mark.upgrade, pytest.mark.kueue, pytest.mark.jobset, allure.epic("Upgrade")]
 
-# Longer than the whole canary: what runs before the upgrade must still run after it.
-RUNS_THROUGH = "1800s"
 COMPONENT_GROUPS = ("kueue.x-k8s.io", "jobset.x-k8s.io")
 WEBHOOK_NAMES = ("kueue", "jobset")
 KINDS = (apis.WORKLOAD, apis.JOB, apis.JOBSET, apis.POD, apis.LOCAL_QUEUE)
 # Volcano's part, where it is installed.
 VOLCANO_CRD, VOLCANO_GROUPS, VOLCANO_WEBHOOKS = "queues.scheduling.volcano.sh", ("volcano.sh",), ("volcano",)
 VOLCANO_KINDS = (apis.VCJOB, apis.PODGROUP)
-# LeaderWorkerSet's part, where it is installed.
-LWS_CRD, LWS_WEBHOOKS = f"leaderworkersets.{LWS_GROUP}", ("lws",)
 # DRA's part, where the API server serves resource.k8s.io/v1.
 DRA_KINDS = (apis.RESOURCE_CLAIM,)
-VOLCANO_GANG = 2
-
-
-def make_volcano_state(kube: Kube, namespace: str, make_queue: VolcanoQueueFactory) -> tuple[str, str, str]:
-    """A Volcano Queue capped at two GPUs, a 2-pod gang running in it and another pending on the cap;
-    returns the Queue and the two PodGroups' names."""
-    queue = make_queue("vc-upgrade", capability={GPU: str(VOLCANO_GANG)})
-    running = create_vcjob(
-        kube,
-        namespace,
-        vcjob("vc-running", queue, replicas=VOLCANO_GANG, min_available=VOLCANO_GANG, run_for=RUNS_THROUGH),
-    )
-    running_group = wait_podgroup_of(kube, namespace, running)["metadata"]["name"]
-    wait_podgroup(
-        kube, namespace, running_group, until=lambda pg: phase(pg) == RUNNING, what=f"{running_group} Running"
-    )
-    wait_vcjob_pods_running(kube, namespace, "vc-running", VOLCANO_GANG)
-    waiting = create_vcjob(
-        kube,
-        namespace,
-        vcjob("vc-waiting", queue, replicas=VOLCANO_GANG, min_available=VOLCANO_GANG, run_for=RUNS_THROUGH),
-    )
-    waiting_group = wait_podgroup_of(kube, namespace, waiting)["metadata"]["name"]
-
-    def went_on(podgroup: Obj) -> str | None:
-        if phase(podgroup) not in ("", PENDING):
-            return f"PodGroup {waiting_group} went {phase(podgroup)} past a Queue whose {GPU} cap is in use"
-        return None
-
-    wait_pending_because(kube, namespace, waiting_group, message=QUOTA_INSUFFICIENT, fail=went_on)
-    return queue, running_group, waiting_group
-
-
-def claim_state(kube: Kube, namespace: str, make_kueue_queues: QueueFactory) -> str:
-    """A one-pod Job whose pod claims a DRA device, admitted within a DRA quota of one and running: the
-    snapshot records its claim's allocation. Where the cluster offers no DRA device, says why not."""
-    missing = serves_dra(kube)
-    if missing is not None or not devices(kube, DRA_DRIVER):
-        return f"not part of the state: {missing or f'no ResourceSlice offers a device of {DRA_DRIVER}'}"
-    queues = make_kueue_queues(members={"claims": Member({"cpu": "4", DRA_QUOTA: "1"}, in_cohort=False)})
-    kube.create(claim_template("one-device", count=1), namespace=namespace)
-    made = kube.create(
-        job("claims", run_for=RUNS_THROUGH, queue=queues.local_queue, claim="one-device"), namespace=namespace
-    )
-    workload = wait_workload_of(kube, namespace, made)[0]["metadata"]["name"]
-    wait_admitted(kube, namespace, workload)
-    (pod,) = wait_pods_allocated(kube, namespace, {"job-name": "claims"}, 1)
-    given = [f"{r['pool']}/{r['device']}" for c in claims_of(kube, namespace, pod) for r in results(c)]
-    return f"Workload {workload} admitted within {DRA_QUOTA} 1, its pod's claim allocated {', '.join(given)}"
-
-
-def rack_state(
-    kube: Kube, namespace: str, make_kueue_queues: QueueFactory, request: pytest.FixtureRequest
-) -> str:
-    """A one-pod Job that requires one rack, admitted by Kueue's topology-aware scheduling on the GPU nodes of
-    a product whose nodes carry rack labels: the snapshot records its topology assignment. Where no GPU node
-    carries a rack, says why not."""
-    racked = [n for n in gpu_nodes(kube) if RACK_LABEL in n.labels and BLOCK_LABEL in n.labels]
-    if not racked:
-        return f"not part of the state: no GPU node carries {RACK_LABEL} and {BLOCK_LABEL}"
-    product = racked[0].product
-    name = f"upgrade-dc-{namespace.rsplit('-', 1)[-1]}"
-    kube.create(topology(name, (BLOCK_LABEL, RACK_LABEL, HOSTNAME_LABEL)))
-    request.addfinalizer(lambda: kube.delete(apis.TOPOLOGY, name))
-    queues = make_kueue_queues(
-        members={"racked": Member({"cpu": "4", GPU: "1"}, in_cohort=False)},
-        flavors={"racks": {PRODUCT_LABEL: product}},
-        topology=name,
-    )
-    made = kube.create(
-        job(
-            "racked", gpus=1, run_for=RUNS_THROUGH, queue=queues.local_queue, annotations=required(RACK_LABEL)
-        ),
-        namespace=namespace,
-    )
-    workload = wait_workload_of(kube, namespace, made)[0]["metadata"]["name"]
-    (given,) = wait_admitted(kube, namespace, workload)
-    wait_pods_running(kube, namespace, {"job-name": "racked"}, 1, what="the racked Job's pod")
-    (assignment,) = admission(given).get("podSetAssignments") or [{}]
-    return f"Workload {workload} admitted on {product} in one rack: {assignment.get('topologyAssignment')}"
-
-
-def usage_of_admitted(workloads: list[Obj], cluster_queue: str, flavor: str) -> Decimal:
-    """GPUs the admitted Workloads of *cluster_queue* account in *flavor* (what its usage must equal)."""
-    total = Decimal(0)
-    for workload in workloads:
-        given = (workload.get("status") or {}).get("admission") or {}
-        if given.get("clusterQueue") != cluster_queue:
-            continue
-        for podset in given.get("podSetAssignments") or []:
-            if (podset.get("flavors") or {}).get(GPU) == flavor:
-                total += amount((podset.get("resourceUsage") or {}).get(GPU))
-    return total
 
 
 @allure.story("an upgrade keeps every queue, quota and workload, and Kueue keeps admitting after it")
@@ -270,24 +171,9 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             name="volcano",
             attachment_type=allure.attachment_type.TEXT,
         )
-    lws = kube.find(apis.CUSTOM_RESOURCE_DEFINITION, LWS_CRD) is not None
-    if lws:
-        with allure.step("make state: a LeaderWorkerSet's 2-pod group admitted on CPU quota and running"):
-            serving = kube.create(
-                leader_worker_set("serving", size=2, cpu="100m", queue=empty.local_queue), namespace=namespace
-            )
-            wait_admitted(
-                kube, namespace, *(w["metadata"]["name"] for w in wait_workload_of(kube, namespace, serving))
-            )
-            wait_group_running(kube, namespace, "serving", 2)
-    else:
-        allure.attach(
-            f"LeaderWorkerSet is not installed on this cluster (no CRD {LWS_CRD}): no LeaderWorkerSet state",
-            name="leaderworkerset",
-            attachment_type=allure.attachment_type.TEXT,
-        )
-    groups = COMPONENT_GROUPS + (VOLCANO_GROUPS if volcano else ()) + ((LWS_GROUP,) if lws else ())
-    webhooks = WEBHOOK_NAMES + (VOLCANO_WEBHOOKS if volcano else ()) + (LWS_WEBHOOKS if lws else ())
+    operators = make_operator_states(kube, namespace, empty.local_queue)
+    groups = COMPONENT_GROUPS + (VOLCANO_GROUPS if volcano else ()) + tuple(o.group for o in operators)
+    webhooks = WEBHOOK_NAMES + (VOLCANO_WEBHOOKS if volcano else ()) + tuple(o.webhook for o in operators)
 
     def snapshot() -> Snapshot:
         return take_snapshot(
@@ -295,7 +181,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             namespaces=[namespace],
             namespaced=KINDS
             + (VOLCANO_KINDS if volcano else ())
-            + ((LEADER_WORKER_SET,) if lws else ())
+            + tuple(o.kind for o in operators)
             + (DRA_KINDS if serves_dra(kube) is None else ()),
             cluster_scoped={
                 apis.CLUSTER_QUEUE: [*cohort.cluster_queues.values(), empty.cluster_queue],

@@ -65,8 +65,9 @@ def helm() -> Path:
 
 @pytest.mark.parametrize("name", registry.names())
 def test_the_chart_runs_the_pinned_images_through_the_mirror(helm: Path, tmp_path: Path, name: str) -> None:
-    component = with_digests(load_lock().components[name])
-    chart = resolve_chart(component, "module", tmp_path / "chart")
+    lock = load_lock()
+    component = with_digests(lock.components[name])
+    chart = resolve_chart(component, "module", tmp_path / "chart", lock.components)
     values_file, pinned = pinned_images_file(component, MIRRORS, tmp_path)
     layered = values_files(name, {}, pinned=[values_file])
     rendered = container_images(render(helm, chart, name, component.namespace, layered, tmp_path / "log"))

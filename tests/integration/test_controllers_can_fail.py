@@ -29,6 +29,10 @@ WEBHOOKS = {
         "the API server accepted Job more-than-whole",
         "validatejob.volcano.sh",
     ),
+    "test_trainer_webhook_refuses_a_trainjob_on_a_runtime_that_does_not_exist": (
+        "the API server accepted TrainJob on-nothing",
+        "validator.trainjob.trainer.kubeflow.org",
+    ),
 }
 
 

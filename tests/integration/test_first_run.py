@@ -262,7 +262,7 @@ def test_the_digests_it_names_are_what_lock_refresh_commits_and_a_changed_chart_
     lock = load_lock(checkout / "charts-lock.yaml")
     kueue = lock.components["kueue"]
     helm = Toolchain(lock).ensure(["helm"])["helm"]
-    changed = _changed_chart(package_chart(kueue, helm), helm, tmp_path)
+    changed = _changed_chart(package_chart(kueue, helm, lock.components), helm, tmp_path)
     pushed = push_oci_chart(helm, changed, kueue, upstream.state.registry, True)
     assert pushed != kueue.chart.digest
     env["PYTEST_ARGS"] = selecting(FIRST_RUN_SCENARIOS[:1])

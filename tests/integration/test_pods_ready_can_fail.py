@@ -20,11 +20,18 @@ pytestmark = pytest.mark.cluster
 
 SUITE = "suites/test_pods_ready.py"
 SHORTER_WAITS = ["--timeout-scale", "0.5"]
+# The TrainJob's and the LeaderWorkerSet's eviction: every wait before it is for something that comes in
+# seconds, so a quarter of the eviction's wait proves it never comes, sooner.
+QUARTER_WAITS = ["--timeout-scale", "0.25"]
 EVICTION = (
     f"{SUITE}::test_a_gang_whose_pods_never_get_ready_is_evicted_and_requeued_and_its_quota_admits_the_next"
 )
 BLOCKING = f"{SUITE}::test_block_admission_holds_the_next_workload_until_the_admitted_gang_is_ready"
 CONTROL = f"{SUITE}::test_without_wait_for_pods_ready_a_stuck_gang_keeps_its_quota"
+TRAINJOB_EVICTION = (
+    "suites/test_trainjob.py::"
+    "test_a_trainjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next"
+)
 
 
 @pytest.mark.needs(FLATTENED)
@@ -36,6 +43,46 @@ def test_the_eviction_fails_when_the_timeout_is_flattened_to_kueues_default(clus
         sabotage="pods_ready_timeout_flattened",
         because=["kbc.errors.WaitTimeout", "to be evicted by Kueue at waitForPodsReady's timeout"],
         extra=SHORTER_WAITS,
+    )
+
+
+# The component markers make the profile's cluster install what the inner scenario exercises.
+@pytest.mark.trainer
+@pytest.mark.jobset
+@pytest.mark.needs(FLATTENED)
+@pytest.mark.sabotages(TRAINJOB_EVICTION)
+def test_the_trainjob_eviction_fails_when_the_timeout_is_flattened_to_kueues_default(
+    cluster: Cluster,
+) -> None:
+    expect_failure(
+        cluster,
+        TRAINJOB_EVICTION,
+        sabotage="pods_ready_timeout_flattened",
+        because=["kbc.errors.WaitTimeout", "Workload trainjob-stuck-", "at waitForPodsReady's timeout"],
+        extra=QUARTER_WAITS,
+    )
+
+
+LWS_EVICTION = (
+    "suites/test_leaderworkerset.py::"
+    "test_a_group_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next"
+)
+
+
+@pytest.mark.lws
+@pytest.mark.needs(FLATTENED)
+@pytest.mark.sabotages(LWS_EVICTION)
+def test_the_group_eviction_fails_when_the_timeout_is_flattened_to_kueues_default(cluster: Cluster) -> None:
+    expect_failure(
+        cluster,
+        LWS_EVICTION,
+        sabotage="pods_ready_timeout_flattened",
+        because=[
+            "kbc.errors.WaitTimeout",
+            "Workload leaderworkerset-stuck-0-",
+            "at waitForPodsReady's timeout",
+        ],
+        extra=QUARTER_WAITS,
     )
 
 

@@ -60,7 +60,7 @@ class Upstreams:
 def package(lock: ChartsLock, name: str, helm: Path, into: Path) -> Path:
     """The pinned chart of *name*, from its module, packaged as ``<chart>-<version>.tgz``."""
     component = lock.components[name]
-    source = resolve_chart(component, "module", into / f"{name}-work")
+    source = resolve_chart(component, "module", into / f"{name}-work", lock.components)
     into.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [str(helm), "package", str(source.path), "--destination", str(into)], check=True, capture_output=True

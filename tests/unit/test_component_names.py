@@ -52,7 +52,7 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
         for module in ("platform/model.py", "platform/promises.py")
     },
     "report/ai_evidence.py": (
-        frozenset({"kueue", "jobset", "volcano"}),
+        frozenset({"kueue", "jobset", "volcano", "trainer"}),
         "the AI Conformance evidence names the suites' scenarios by node id",
     ),
     "cluster/charts/helm.py": (

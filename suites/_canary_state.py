@@ -1,0 +1,207 @@
+"""The live state the upgrade canary makes before it upgrades (``suites/test_upgrade.py``): the parts that
+depend on what the cluster has, each made only where it has it (Volcano, DRA devices, racked GPU nodes,
+the operators whose jobs Kueue admits), and what the canary reads back of it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+
+import allure
+import pytest
+
+from kbc import apis
+from kbc.apis import Kind
+from kbc.components.lws import GROUP as LWS_GROUP
+from kbc.components.lws import LEADER_WORKER_SET, leader_worker_set, wait_group_running
+from kbc.components.trainer import GROUP as TRAINER_GROUP
+from kbc.components.trainer import TRAIN_JOB, train_job, wait_nodes_running
+from kbc.dra import claim_template, claims_of, devices, results, serves_dra, wait_pods_allocated
+from kbc.gpu import gpu_nodes
+from kbc.jobs import wait_pods_running
+from kbc.kube import Kube, Obj
+from kbc.kueue import (
+    Member,
+    QueueFactory,
+    admission,
+    amount,
+    wait_admitted,
+    wait_workload_of,
+)
+from kbc.kueue.settings import DRA_QUOTA
+from kbc.kueue.topology import required, topology
+from kbc.labels import BLOCK_LABEL, DRA_DRIVER, GPU, HOSTNAME_LABEL, PRODUCT_LABEL, RACK_LABEL
+from kbc.volcano import (
+    PENDING,
+    QUOTA_INSUFFICIENT,
+    RUNNING,
+    VolcanoQueueFactory,
+    create_vcjob,
+    phase,
+    wait_pending_because,
+    wait_podgroup,
+    wait_podgroup_of,
+    wait_vcjob_pods_running,
+)
+from kbc.workloads import job, vcjob
+
+# Longer than the whole canary: what runs before the upgrade must still run after it.
+RUNS_THROUGH = "1800s"
+VOLCANO_GANG = 2
+
+
+@dataclass(frozen=True)
+class OperatorState:
+    """A job kind of an operator whose jobs Kueue admits: the canary's state holds one, running, where the
+    operator is installed."""
+
+    display: str
+    kind: Kind
+    group: str
+    webhook: str
+    """A word of the names of its webhook configurations."""
+    step: str
+    make: Callable[[str], Obj]
+    """Its manifest, submitted to the given LocalQueue."""
+    running: Callable[[Kube, str], object]
+
+    @property
+    def crd(self) -> str:
+        return f"{self.kind.kind.lower()}s.{self.group}"
+
+
+OPERATOR_STATES = (
+    OperatorState(
+        "LeaderWorkerSet",
+        LEADER_WORKER_SET,
+        LWS_GROUP,
+        "lws",
+        "a LeaderWorkerSet's 2-pod group admitted on CPU quota and running",
+        lambda queue: leader_worker_set("serving", size=2, cpu="100m", queue=queue),
+        lambda kube, namespace: wait_group_running(kube, namespace, "serving", 2),
+    ),
+    OperatorState(
+        "Kubeflow Trainer",
+        TRAIN_JOB,
+        TRAINER_GROUP,
+        TRAINER_GROUP,
+        "a 2-node TrainJob admitted on CPU quota and running",
+        lambda queue: train_job("training", nodes=2, cpu="100m", queue=queue),
+        lambda kube, namespace: wait_nodes_running(kube, namespace, "training", 2),
+    ),
+)
+
+
+def make_operator_states(kube: Kube, namespace: str, queue: str) -> list[OperatorState]:
+    """Each operator's job, admitted by Kueue from *queue* and running, where the operator is installed;
+    the report says which are not."""
+    made = []
+    for state in OPERATOR_STATES:
+        if kube.find(apis.CUSTOM_RESOURCE_DEFINITION, state.crd) is None:
+            allure.attach(
+                f"{state.display} is not installed on this cluster (no CRD {state.crd}): "
+                f"no {state.kind.kind} state",
+                name=state.display,
+                attachment_type=allure.attachment_type.TEXT,
+            )
+            continue
+        with allure.step(f"make state: {state.step}"):
+            created = kube.create(state.make(queue), namespace=namespace)
+            names = [w["metadata"]["name"] for w in wait_workload_of(kube, namespace, created)]
+            wait_admitted(kube, namespace, *names)
+            state.running(kube, namespace)
+        made.append(state)
+    return made
+
+
+def make_volcano_state(kube: Kube, namespace: str, make_queue: VolcanoQueueFactory) -> tuple[str, str, str]:
+    """A Volcano Queue capped at two GPUs, a 2-pod gang running in it and another pending on the cap;
+    returns the Queue and the two PodGroups' names."""
+    queue = make_queue("vc-upgrade", capability={GPU: str(VOLCANO_GANG)})
+    running = create_vcjob(
+        kube,
+        namespace,
+        vcjob("vc-running", queue, replicas=VOLCANO_GANG, min_available=VOLCANO_GANG, run_for=RUNS_THROUGH),
+    )
+    running_group = wait_podgroup_of(kube, namespace, running)["metadata"]["name"]
+    wait_podgroup(
+        kube, namespace, running_group, until=lambda pg: phase(pg) == RUNNING, what=f"{running_group} Running"
+    )
+    wait_vcjob_pods_running(kube, namespace, "vc-running", VOLCANO_GANG)
+    waiting = create_vcjob(
+        kube,
+        namespace,
+        vcjob("vc-waiting", queue, replicas=VOLCANO_GANG, min_available=VOLCANO_GANG, run_for=RUNS_THROUGH),
+    )
+    waiting_group = wait_podgroup_of(kube, namespace, waiting)["metadata"]["name"]
+
+    def went_on(podgroup: Obj) -> str | None:
+        if phase(podgroup) not in ("", PENDING):
+            return f"PodGroup {waiting_group} went {phase(podgroup)} past a Queue whose {GPU} cap is in use"
+        return None
+
+    wait_pending_because(kube, namespace, waiting_group, message=QUOTA_INSUFFICIENT, fail=went_on)
+    return queue, running_group, waiting_group
+
+
+def claim_state(kube: Kube, namespace: str, make_kueue_queues: QueueFactory) -> str:
+    """A one-pod Job whose pod claims a DRA device, admitted within a DRA quota of one and running: the
+    snapshot records its claim's allocation. Where the cluster offers no DRA device, says why not."""
+    missing = serves_dra(kube)
+    if missing is not None or not devices(kube, DRA_DRIVER):
+        return f"not part of the state: {missing or f'no ResourceSlice offers a device of {DRA_DRIVER}'}"
+    queues = make_kueue_queues(members={"claims": Member({"cpu": "4", DRA_QUOTA: "1"}, in_cohort=False)})
+    kube.create(claim_template("one-device", count=1), namespace=namespace)
+    made = kube.create(
+        job("claims", run_for=RUNS_THROUGH, queue=queues.local_queue, claim="one-device"), namespace=namespace
+    )
+    workload = wait_workload_of(kube, namespace, made)[0]["metadata"]["name"]
+    wait_admitted(kube, namespace, workload)
+    (pod,) = wait_pods_allocated(kube, namespace, {"job-name": "claims"}, 1)
+    given = [f"{r['pool']}/{r['device']}" for c in claims_of(kube, namespace, pod) for r in results(c)]
+    return f"Workload {workload} admitted within {DRA_QUOTA} 1, its pod's claim allocated {', '.join(given)}"
+
+
+def rack_state(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory, request: pytest.FixtureRequest
+) -> str:
+    """A one-pod Job that requires one rack, admitted by Kueue's topology-aware scheduling on the GPU nodes of
+    a product whose nodes carry rack labels: the snapshot records its topology assignment. Where no GPU node
+    carries a rack, says why not."""
+    racked = [n for n in gpu_nodes(kube) if RACK_LABEL in n.labels and BLOCK_LABEL in n.labels]
+    if not racked:
+        return f"not part of the state: no GPU node carries {RACK_LABEL} and {BLOCK_LABEL}"
+    product = racked[0].product
+    name = f"upgrade-dc-{namespace.rsplit('-', 1)[-1]}"
+    kube.create(topology(name, (BLOCK_LABEL, RACK_LABEL, HOSTNAME_LABEL)))
+    request.addfinalizer(lambda: kube.delete(apis.TOPOLOGY, name))
+    queues = make_kueue_queues(
+        members={"racked": Member({"cpu": "4", GPU: "1"}, in_cohort=False)},
+        flavors={"racks": {PRODUCT_LABEL: product}},
+        topology=name,
+    )
+    made = kube.create(
+        job(
+            "racked", gpus=1, run_for=RUNS_THROUGH, queue=queues.local_queue, annotations=required(RACK_LABEL)
+        ),
+        namespace=namespace,
+    )
+    workload = wait_workload_of(kube, namespace, made)[0]["metadata"]["name"]
+    (given,) = wait_admitted(kube, namespace, workload)
+    wait_pods_running(kube, namespace, {"job-name": "racked"}, 1, what="the racked Job's pod")
+    (assignment,) = admission(given).get("podSetAssignments") or [{}]
+    return f"Workload {workload} admitted on {product} in one rack: {assignment.get('topologyAssignment')}"
+
+
+def usage_of_admitted(workloads: list[Obj], cluster_queue: str, flavor: str) -> Decimal:
+    """GPUs the admitted Workloads of *cluster_queue* account in *flavor* (what its usage must equal)."""
+    total = Decimal(0)
+    for workload in workloads:
+        given = (workload.get("status") or {}).get("admission") or {}
+        if given.get("clusterQueue") != cluster_queue:
+            continue
+        for podset in given.get("podSetAssignments") or []:
+            if (podset.get("flavors") or {}).get(GPU) == flavor:
+                total += amount((podset.get("resourceUsage") or {}).get(GPU))
+    return total

@@ -1,0 +1,20 @@
+"""The ResourceFlavors the LeaderWorkerSet flavor scenario makes lose their tolerations (as
+``trainjob_flavor_without_toleration`` does to the TrainJob's).
+
+Kueue then ungates the group's pods with the flavor's nodeSelector but no toleration of the GPU taint, so
+"the flavor's toleration reaches every pod" cannot hold: the scenario must fail and say which pod lacks it.
+"""
+
+from __future__ import annotations
+
+from tests.sabotage import Expect
+from tests.sabotage.trainjob_flavor_without_toleration import pytest_kbc_mutate_object
+
+__all__ = ["EXPECT", "pytest_kbc_mutate_object"]
+
+EXPECT = Expect(
+    scenario=(
+        "suites/test_leaderworkerset.py::test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_the_group"
+    ),
+    because=("AssertionError", "Kueue should add the flavor's toleration of nvidia.com/gpu to pod placed-"),
+)
