@@ -26,7 +26,12 @@ from kbc.supply.oci import mirrored, parse_mirrors
 from kbc.supply.pins import Component
 from kbc.supply.toolchain import Toolchain
 
-MIRRORS = parse_mirrors(["registry.k8s.io=127.0.0.1:5000/k8s", "docker.io=mirror.example:443/hub"])
+MIRRORS = parse_mirrors(
+    ["registry.k8s.io=127.0.0.1:5000/k8s", "docker.io=mirror.example:443/hub", "ghcr.io=127.0.0.1:5000/ghcr"]
+)
+# The kinds that run a chart's controllers. A custom resource's pod template is not one: Trainer's chart
+# renders ClusterTrainingRuntimes whose image (PyTorch's) is what a TrainJob runs unless it names its own.
+WORKLOAD_KINDS = ("Deployment", "DaemonSet", "StatefulSet", "Job", "CronJob", "Pod")
 
 
 def with_digests(component: Component) -> Component:
@@ -53,7 +58,7 @@ def container_images(objects: list[dict[str, Any]]) -> set[str]:
                 walk(value)
 
     for obj in objects:
-        if obj.get("kind") != "CustomResourceDefinition":  # schemas, not workloads
+        if obj.get("kind") in WORKLOAD_KINDS:
             walk(obj.get("spec", {}))
     return found
 

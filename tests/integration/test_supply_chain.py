@@ -35,7 +35,7 @@ from kbc.errors import ChartError, DigestMismatchError, RegistryError
 from kbc.kube import connect
 from kbc.supply.digests import digest_fields
 from kbc.supply.lock import default_lock_path, load_lock
-from kbc.supply.oci import http_chart_digest, manifest_digest, mirrored, parse_mirrors
+from kbc.supply.oci import http_chart_digest, manifest_digest, mirrored, parse_mirrors, registry_host
 from kbc.supply.pins import ChartsLock, Component
 from kbc.supply.toolchain import Toolchain
 from tests.integration.commands import kbc
@@ -68,6 +68,14 @@ def package(lock: ChartsLock, name: str, helm: Path, into: Path) -> Path:
     return into / f"{component.chart.name}-{component.chart.version}.tgz"
 
 
+def upstream_hosts(lock: ChartsLock) -> set[str]:
+    """The registries the lock's images and OCI charts name."""
+    fields = digest_fields(default_lock_path().read_text())
+    hosts = {registry_host(f.reference) for f in fields if f.kind == "image"}
+    oci = [c.chart.reference for c in lock.components.values() if c.chart.reference.startswith("oci://")]
+    return hosts | {registry_host(reference) for reference in oci}
+
+
 @pytest.fixture(scope="module")
 def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstreams]:
     lock = load_lock()
@@ -78,6 +86,10 @@ def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstreams]:
             "registry.k8s.io": f"{registry.host}/k8s",
             "docker.io": f"{registry.host}/dockerhub",
         }
+        # Every other registry the lock's images and charts name (ghcr.io: Kubeflow Trainer's) plays
+        # upstream under a path of its own too.
+        for host in upstream_hosts(lock):
+            registry_mirrors.setdefault(host, f"{registry.host}/{host}")
         mirrors = [f"{source}={target}" for source, target in registry_mirrors.items()]
         parsed = parse_mirrors(mirrors)
         expected: dict[str, str] = {}
