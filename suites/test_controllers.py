@@ -26,7 +26,7 @@ from kbc.kube import Kube, Obj, hold_list, hold_together
 from kbc.kueue import QueueFactory, admission, hold_suspended, wait_admitted, wait_pending, wait_workload_of
 from kbc.labels import GPU
 from kbc.volcano import SCHEDULER_NAME
-from kbc.webhooks import expect_accepted, expect_webhook_refusal
+from kbc.webhooks import expect_accepted, expect_refused_by_one_of, expect_webhook_refusal
 from kbc.workloads import job, jobset, vcjob
 
 pytestmark = [pytest.mark.controller, allure.feature("controller")]
@@ -35,6 +35,9 @@ KUEUE_CLUSTER_QUEUE_WEBHOOK = "vclusterqueue.kb.io"
 JOBSET_WEBHOOK = "validate-jobset-x-k8s-io-v1alpha2-jobset.x-k8s.io"
 VOLCANO_JOB_WEBHOOK = "validatejob.volcano.sh"
 TRAINER_TRAINJOB_WEBHOOK = "validator.trainjob.trainer.kubeflow.org"
+KUEUE_TRAINJOB_WEBHOOK = "vtrainjob.kb.io"
+RESERVED_ENV = "PET_NNODES"
+"""A variable torchrun reads, which Trainer sets on every node from ``numNodes`` and refuses from a user."""
 MISSING_RUNTIME = "does-not-exist-runtime"
 """The runtime the AI Conformance test's invalid TrainJob names (kubernetes-sigs/ai-conformance,
 ``TestRobustCRDControllerOperation``)."""
@@ -128,31 +131,43 @@ def test_volcano_webhook_refuses_min_available_above_the_replicas(kube: Kube, na
 
 
 @pytest.mark.trainer
+@pytest.mark.kueue
 @allure.epic("Kubeflow Trainer")
 @allure.story(
-    "Kubeflow Trainer's TrainJob webhook refuses a TrainJob on a runtime that does not exist, in its own "
-    "words"
+    "Kubeflow Trainer's TrainJob webhook refuses a TrainJob that sets torchrun's own variables, in its own "
+    "words; the AI Conformance test's TrainJob on a runtime that does not exist is refused too"
 )
-def test_trainer_webhook_refuses_a_trainjob_on_a_runtime_that_does_not_exist(
+def test_trainer_webhook_refuses_a_trainjob_that_sets_torchrun_s_own_variables(
     kube: Kube, namespace: str
 ) -> None:
     with allure.step(f"a TrainJob on the {TORCH_DISTRIBUTED} ClusterTrainingRuntime is accepted (dry run)"):
         expect_accepted(
             kube, train_job("on-torch", nodes=1), namespace=namespace, why=f"{TORCH_DISTRIBUTED} exists"
         )
-    with allure.step(
-        f"the same TrainJob on runtime {MISSING_RUNTIME} is refused by Trainer's webhook (dry run)"
-    ):
+    with allure.step(f"the same TrainJob setting {RESERVED_ENV} is refused by Trainer's webhook (dry run)"):
         said = expect_webhook_refusal(
+            kube,
+            train_job("sets-pet-nnodes", nodes=1, env={RESERVED_ENV: "8"}),
+            namespace=namespace,
+            webhook=TRAINER_TRAINJOB_WEBHOOK,
+            why=f"{RESERVED_ENV} is torchrun's, which Trainer sets from numNodes",
+        )
+        allure.attach(said, name="Trainer's words")
+        assert f"must not have reserved envs, invalid envs configured: [{RESERVED_ENV}]" in said, said
+    with allure.step(
+        f"the AI Conformance test's invalid TrainJob, on runtime {MISSING_RUNTIME}, is refused (dry run)"
+    ):
+        # Trainer's webhook and Kueue's TrainJob webhook both refuse it; the API server calls them side by
+        # side and answers with one of the two.
+        webhook, said = expect_refused_by_one_of(
             kube,
             train_job("on-nothing", nodes=1, runtime=MISSING_RUNTIME),
             namespace=namespace,
-            webhook=TRAINER_TRAINJOB_WEBHOOK,
+            webhooks=(TRAINER_TRAINJOB_WEBHOOK, KUEUE_TRAINJOB_WEBHOOK),
             why=f"runtimeRef names ClusterTrainingRuntime {MISSING_RUNTIME}, which does not exist",
         )
-        allure.attach(said, name="Trainer's words")
-        assert f'ClusterTrainingRuntime.trainer.kubeflow.org "{MISSING_RUNTIME}" not found' in said, said
-        assert "specified clusterTrainingRuntime must be created before the TrainJob is created" in said, said
+        allure.attach(f"{webhook}: {said}", name="the refusal")
+        assert MISSING_RUNTIME in said and "not found" in said, (webhook, said)
 
 
 @pytest.mark.trainer

@@ -29,8 +29,8 @@ WEBHOOKS = {
         "the API server accepted Job more-than-whole",
         "validatejob.volcano.sh",
     ),
-    "test_trainer_webhook_refuses_a_trainjob_on_a_runtime_that_does_not_exist": (
-        "the API server accepted TrainJob on-nothing",
+    "test_trainer_webhook_refuses_a_trainjob_that_sets_torchrun_s_own_variables": (
+        "the API server accepted TrainJob sets-pet-nnodes",
         "validator.trainjob.trainer.kubeflow.org",
     ),
 }

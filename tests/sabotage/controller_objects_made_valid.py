@@ -1,6 +1,6 @@
 """Every object a webhook scenario sends is made valid on its way: a ClusterQueue's lendingLimit is held to
 its nominal quota, a JobSet's success policy names its own replicated jobs, a vcjob's minAvailable is held
-to its replicas, a TrainJob runs on the chart's torch-distributed runtime.
+to its replicas, a TrainJob sets no variable of torchrun's.
 
 What the component's webhook had to refuse is then accepted, and each refusal scenario must fail.
 """
@@ -21,7 +21,7 @@ def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
     if obj["kind"] == "JobSet" and "successPolicy" in spec:
         spec["successPolicy"]["targetReplicatedJobs"] = [r["name"] for r in spec["replicatedJobs"]]
     if obj["kind"] == "TrainJob":
-        spec["runtimeRef"] = {**spec["runtimeRef"], "name": "torch-distributed"}
+        spec["trainer"].pop("env", None)
     if obj["kind"] == "Job" and obj["apiVersion"].startswith("batch.volcano.sh/"):
         spec["minAvailable"] = min(spec["minAvailable"], sum(t["replicas"] for t in spec["tasks"]))
         for task in spec["tasks"]:
