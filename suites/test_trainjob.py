@@ -280,6 +280,8 @@ def test_a_lender_reclaims_a_borrowing_trainjob_whole(
         wait_usage(kube, lender_cq, cohort.flavor, GPU, total="4", borrowed="0")
     with allure.step("the borrower is suspended again, every pod gone, and stays so"):
         wait_pending(kube, namespace, wl_borrower)
+        # Where pods really run (kind), the evicted ones take a moment to terminate.
+        wait_suspended(kube, namespace, "borrower")
         hold_suspended(kube, namespace, "borrower")
         wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="0", borrowed="0")
 

@@ -67,6 +67,10 @@ SCENARIOS = [
     # published, and the plugin prepares it for the container (a pod without a claim sees none).
     "suites/test_dra.py::test_a_claim_is_allocated_a_device_that_a_node_offers",
     "suites/test_dra.py::test_a_driver_prepares_the_allocated_device_and_the_pod_sees_it",
+    # Kubeflow Trainer installed by helm in two steps (its runtimes once its webhook answers): a TrainJob
+    # admitted whole by Kueue, and one whose real pods run and end, reaching Complete through its JobSet.
+    "suites/test_trainjob.py::test_a_trainjob_is_admitted_whole_and_a_second_waits_without_a_pod",
+    "suites/test_controllers.py::test_a_trainjob_on_torch_distributed_reaches_complete",
 ]
 # The DRA scenario that only a driver's kubelet plugin can pass runs (and is sabotaged) on kind only: on the
 # local provider the harness publishes the slices and it skips, so test_dra_can_fail.py cannot break it.
