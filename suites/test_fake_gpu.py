@@ -28,6 +28,7 @@ from kbc import apis, timeouts
 from kbc.errors import NotEnoughGpus
 from kbc.events import wait_event
 from kbc.flavors import (
+    NO_SUCH_PRODUCT,
     FlavorSpec,
     GpuProduct,
     flavors_without_nodes,
@@ -58,7 +59,6 @@ SCENARIO_LABEL = "conformance.kbatch.dev/scenario"
 INSUFFICIENT_GPU = f"Insufficient {GPU}"  # noderesources/fit.go: fmt.Sprintf("Insufficient %v", rName)
 UNTOLERATED_TAINT = "untolerated taint"  # tainttoleration: "node(s) had untolerated taint(s)"
 SELECTOR_MISMATCH = "didn't match Pod's node affinity/selector"  # nodeaffinity: ErrReasonPod
-NO_SUCH_PRODUCT = "NVIDIA-B200-does-not-exist"
 # Flavors quote CPU in the same resource group as GPUs (every flavor covers every resource of its
 # group); enough for any pod here, so only GPUs decide.
 CPU_QUOTA = "64"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import allure
 import pytest
 
-from kbc import apis, timeouts
+from kbc import apis
 from kbc.components.lws import (
     LEADER_WORKER_SET,
     NAME_LABEL,
@@ -20,11 +20,12 @@ from kbc.components.lws import (
     leader_worker_set,
     wait_gated,
     wait_group_running,
+    wait_ungated,
 )
-from kbc.flavors import gpu_products, node_products
-from kbc.gpu import wait_gpus_left_free
-from kbc.jobs import ARRIVAL_GATE, Contenders, bound, describe_pods, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, Obj, condition, wait_for_list
+from kbc.flavors import NO_SUCH_PRODUCT, gpu_products, node_products
+from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
+from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
+from kbc.kube import Kube, condition
 from kbc.kueue import (
     Member,
     Preemption,
@@ -37,7 +38,6 @@ from kbc.kueue import (
     wait_usage,
     wait_workload_of,
 )
-from kbc.kueue.labels import ADMISSION_GATE
 from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.workloads import GPU_TOLERATION
@@ -113,19 +113,6 @@ def test_quota_zero_holds_the_group_gated_until_the_quota_is_raised(
         wait_group_running(kube, namespace, "waits", 2)
 
 
-def _tolerates_gpus(tolerations: list[Obj]) -> bool:
-    return any(
-        t.get("key") == GPU and t.get("operator") == "Exists" and t.get("effect") == "NoSchedule"
-        for t in tolerations
-    )
-
-
-def _ungated(pods: list[Obj]) -> bool:
-    return all(
-        ADMISSION_GATE not in {g.get("name") for g in p["spec"].get("schedulingGates") or []} for p in pods
-    )
-
-
 @pytest.mark.kueue
 @allure.story(
     "a flavor's node labels and GPU toleration reach every pod of a LeaderWorkerSet's group that tolerates "
@@ -152,23 +139,14 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_the_group(
         name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
         wait_admitted(kube, namespace, name)
     with allure.step(f"Kueue ungates both pods with the flavor's nodeSelector and its toleration of {GPU}"):
-        pods = wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={NAME_LABEL: "placed"},
-            until=lambda found: len(found) == 2 and _ungated(found),
-            timeout=timeouts.LONG,
-            what=f"Kueue to remove {ADMISSION_GATE} from both pods of LeaderWorkerSet placed",
-            describe=describe_pods,
-        )
+        pods = wait_ungated(kube, namespace, "placed", 2)
         for pod in pods:
             pod_name, spec = pod["metadata"]["name"], pod["spec"]
             assert (spec.get("nodeSelector") or {}).get(PRODUCT_LABEL) == product.product, (
                 f"Kueue should select the flavor's nodeLabels {selector} for pod {pod_name}: "
                 f"{spec.get('nodeSelector')}"
             )
-            assert _tolerates_gpus(spec.get("tolerations") or []), (
+            assert has_gpu_toleration(spec.get("tolerations")), (
                 f"Kueue should add the flavor's toleration of {GPU} to pod {pod_name}: "
                 f"{spec.get('tolerations')}"
             )
@@ -176,10 +154,6 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_the_group(
         on = node_products(kube)
         for pod in wait_group_running(kube, namespace, "placed", 2):
             assert on.get(node_of(pod) or "") == product.product, (pod["metadata"]["name"], node_of(pod), on)
-
-
-NO_SUCH_PRODUCT = "kbc-no-such-gpu"
-"""A GPU product no node reports: a flavor selecting it admits by quota, and its pods never schedule."""
 
 
 @pytest.mark.kueue
@@ -205,16 +179,7 @@ def test_a_group_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_
         )
         wl_stuck = wait_workload_of(kube, namespace, stuck)[0]["metadata"]["name"]
         wait_admitted(kube, namespace, wl_stuck)
-        wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={NAME_LABEL: "stuck"},
-            until=lambda pods: len(pods) == SIZE and _ungated(pods) and not bound(pods),
-            timeout=timeouts.LONG,
-            what=f"the {SIZE} pods of LeaderWorkerSet stuck ungated, none bound",
-            describe=describe_pods,
-        )
+        wait_ungated(kube, namespace, "stuck", SIZE, none_bound=True)
     with allure.step("a second LeaderWorkerSet's group of the same size waits for the quota"):
         waiting = kube.create(
             leader_worker_set("next", size=SIZE, gpus=1, queue=queues.local_queue), namespace=namespace

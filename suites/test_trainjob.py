@@ -23,10 +23,10 @@ from kbc.components.trainer import (
     wait_nodes_running,
     wait_suspended,
 )
-from kbc.flavors import gpu_products, node_products
-from kbc.gpu import wait_gpus_left_free
+from kbc.flavors import NO_SUCH_PRODUCT, gpu_products, node_products
+from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
 from kbc.jobs import ARRIVAL_GATE, Contenders, bound, describe_pods, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, Obj, condition, wait_for_list, wait_until_exists
+from kbc.kube import Kube, condition, wait_for_list, wait_until_exists
 from kbc.kueue import (
     Member,
     Preemption,
@@ -116,13 +116,6 @@ def test_quota_zero_holds_the_trainjob_suspended_until_the_quota_is_raised(
         wait_nodes_running(kube, namespace, "waits", 2)
 
 
-def _tolerates_gpus(tolerations: list[Obj]) -> bool:
-    return any(
-        t.get("key") == GPU and t.get("operator") == "Exists" and t.get("effect") == "NoSchedule"
-        for t in tolerations
-    )
-
-
 @pytest.mark.kueue
 @pytest.mark.jobset
 @allure.story(
@@ -169,7 +162,7 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_through_kueue_s_r
         assert patch.get("nodeSelector") == selector, (
             f"Kueue's runtime patch should select the flavor's nodeLabels {selector}: {patch}"
         )
-        assert _tolerates_gpus(patch.get("tolerations") or []), (
+        assert has_gpu_toleration(patch.get("tolerations")), (
             f"Kueue's runtime patch should carry the flavor's toleration of {GPU}: {patch}"
         )
     with allure.step(f"every pod carries both and runs on a {product.product} node"):
@@ -178,12 +171,8 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_through_kueue_s_r
         for pod in pods:
             pod_name, spec = pod["metadata"]["name"], pod["spec"]
             assert (spec.get("nodeSelector") or {}).get(PRODUCT_LABEL) == product.product, (pod_name, spec)
-            assert _tolerates_gpus(spec.get("tolerations") or []), (pod_name, spec.get("tolerations"))
+            assert has_gpu_toleration(spec.get("tolerations")), (pod_name, spec.get("tolerations"))
             assert on.get(node_of(pod) or "") == product.product, (pod_name, node_of(pod), on)
-
-
-NO_SUCH_PRODUCT = "kbc-no-such-gpu"
-"""A GPU product no node reports: a flavor selecting it admits by quota, and its pods never schedule."""
 
 
 @pytest.mark.kueue

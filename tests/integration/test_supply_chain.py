@@ -33,7 +33,7 @@ from kbc.cluster.charts.source import resolve_chart
 from kbc.cluster.providers import LocalProvider
 from kbc.errors import ChartError, DigestMismatchError, RegistryError
 from kbc.kube import connect
-from kbc.supply.digests import digest_fields
+from kbc.supply.digests import DigestField, digest_fields
 from kbc.supply.lock import default_lock_path, load_lock
 from kbc.supply.oci import http_chart_digest, manifest_digest, mirrored, parse_mirrors, registry_host
 from kbc.supply.pins import ChartsLock, Component
@@ -68,9 +68,8 @@ def package(lock: ChartsLock, name: str, helm: Path, into: Path) -> Path:
     return into / f"{component.chart.name}-{component.chart.version}.tgz"
 
 
-def upstream_hosts(lock: ChartsLock) -> set[str]:
-    """The registries the lock's images and OCI charts name."""
-    fields = digest_fields(default_lock_path().read_text())
+def upstream_hosts(lock: ChartsLock, fields: list[DigestField]) -> set[str]:
+    """The registries the lock's images (its digest *fields*) and OCI charts name."""
     hosts = {registry_host(f.reference) for f in fields if f.kind == "image"}
     oci = [c.chart.reference for c in lock.components.values() if c.chart.reference.startswith("oci://")]
     return hosts | {registry_host(reference) for reference in oci}
@@ -81,6 +80,7 @@ def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstreams]:
     lock = load_lock()
     work = tmp_path_factory.mktemp("supply-chain")
     helm = Toolchain(lock).ensure(["helm"])["helm"]
+    fields = digest_fields(default_lock_path().read_text())
     with running_registry(lock, work / "registry") as registry:
         registry_mirrors = {
             "registry.k8s.io": f"{registry.host}/k8s",
@@ -88,12 +88,11 @@ def upstreams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Upstreams]:
         }
         # Every other registry the lock's images and charts name (ghcr.io: Kubeflow Trainer's) plays
         # upstream under a path of its own too.
-        for host in upstream_hosts(lock):
+        for host in upstream_hosts(lock, fields):
             registry_mirrors.setdefault(host, f"{registry.host}/{host}")
         mirrors = [f"{source}={target}" for source, target in registry_mirrors.items()]
         parsed = parse_mirrors(mirrors)
         expected: dict[str, str] = {}
-        fields = digest_fields(default_lock_path().read_text())
         for field in fields:
             if field.kind == "image":
                 image = mirrored(field.reference, parsed).split("/", 1)[1]
