@@ -17,7 +17,7 @@ import pytest
 
 from kbc import components as registry
 from kbc.cluster.charts.images import describe, pinned_images, pinned_images_file
-from kbc.cluster.charts.source import render, resolve_chart
+from kbc.cluster.charts.source import kustomize_for, render, resolve_chart
 from kbc.cluster.components import values_files
 from kbc.components import OneImage
 from kbc.errors import ChartError
@@ -72,7 +72,9 @@ def helm() -> Path:
 def test_the_chart_runs_the_pinned_images_through_the_mirror(helm: Path, tmp_path: Path, name: str) -> None:
     lock = load_lock()
     component = with_digests(lock.components[name])
-    chart = resolve_chart(component, "module", tmp_path / "chart", lock.components)
+    chart = resolve_chart(
+        component, "module", tmp_path / "chart", lock.components, kustomize_for(component, lock)
+    )
     values_file, pinned = pinned_images_file(component, MIRRORS, tmp_path)
     layered = values_files(name, {}, pinned=[values_file])
     rendered = container_images(render(helm, chart, name, component.namespace, layered, tmp_path / "log"))

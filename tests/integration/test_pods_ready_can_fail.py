@@ -8,6 +8,8 @@ has, so the inner run reuses this test's cluster and its check of the running co
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from kbc.cluster.providers import Cluster
@@ -20,18 +22,14 @@ pytestmark = pytest.mark.cluster
 
 SUITE = "suites/test_pods_ready.py"
 SHORTER_WAITS = ["--timeout-scale", "0.5"]
-# The TrainJob's and the LeaderWorkerSet's eviction: every wait before it is for something that comes in
-# seconds, so a quarter of the eviction's wait proves it never comes, sooner.
+# The operators' evictions (a TrainJob's, a LeaderWorkerSet group's, a PyTorchJob's): every wait before it
+# is for something that comes in seconds, so a quarter of the eviction's wait proves it never comes, sooner.
 QUARTER_WAITS = ["--timeout-scale", "0.25"]
 EVICTION = (
     f"{SUITE}::test_a_gang_whose_pods_never_get_ready_is_evicted_and_requeued_and_its_quota_admits_the_next"
 )
 BLOCKING = f"{SUITE}::test_block_admission_holds_the_next_workload_until_the_admitted_gang_is_ready"
 CONTROL = f"{SUITE}::test_without_wait_for_pods_ready_a_stuck_gang_keeps_its_quota"
-TRAINJOB_EVICTION = (
-    "suites/test_trainjob.py::"
-    "test_a_trainjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next"
-)
 
 
 @pytest.mark.needs(FLATTENED)
@@ -46,42 +44,46 @@ def test_the_eviction_fails_when_the_timeout_is_flattened_to_kueues_default(clus
     )
 
 
-# The component markers make the profile's cluster install what the inner scenario exercises.
-@pytest.mark.trainer
-@pytest.mark.jobset
+def _operator(scenario: str, workload: str, *components: str) -> Any:
+    """One operator's eviction scenario; the component markers make the profile's cluster install what the
+    inner scenario exercises."""
+    marks = [getattr(pytest.mark, c) for c in components] + [pytest.mark.sabotages(scenario)]
+    return pytest.param(scenario, workload, marks=marks, id=workload.split("-", 1)[0])
+
+
+OPERATOR_EVICTIONS = [
+    _operator(
+        "suites/test_trainjob.py::"
+        "test_a_trainjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next",
+        "trainjob-stuck-",
+        "trainer",
+        "jobset",
+    ),
+    _operator(
+        "suites/test_leaderworkerset.py::"
+        "test_a_group_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next",
+        "leaderworkerset-stuck-0-",
+        "lws",
+    ),
+    _operator(
+        "suites/test_pytorchjob.py::"
+        "test_a_pytorchjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next",
+        "pytorchjob-stuck-",
+        "trainingoperator",
+    ),
+]
+
+
 @pytest.mark.needs(FLATTENED)
-@pytest.mark.sabotages(TRAINJOB_EVICTION)
-def test_the_trainjob_eviction_fails_when_the_timeout_is_flattened_to_kueues_default(
-    cluster: Cluster,
+@pytest.mark.parametrize("scenario, workload", OPERATOR_EVICTIONS)
+def test_an_operator_s_eviction_fails_when_the_timeout_is_flattened_to_kueues_default(
+    cluster: Cluster, scenario: str, workload: str
 ) -> None:
     expect_failure(
         cluster,
-        TRAINJOB_EVICTION,
+        scenario,
         sabotage="pods_ready_timeout_flattened",
-        because=["kbc.errors.WaitTimeout", "Workload trainjob-stuck-", "at waitForPodsReady's timeout"],
-        extra=QUARTER_WAITS,
-    )
-
-
-LWS_EVICTION = (
-    "suites/test_leaderworkerset.py::"
-    "test_a_group_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next"
-)
-
-
-@pytest.mark.lws
-@pytest.mark.needs(FLATTENED)
-@pytest.mark.sabotages(LWS_EVICTION)
-def test_the_group_eviction_fails_when_the_timeout_is_flattened_to_kueues_default(cluster: Cluster) -> None:
-    expect_failure(
-        cluster,
-        LWS_EVICTION,
-        sabotage="pods_ready_timeout_flattened",
-        because=[
-            "kbc.errors.WaitTimeout",
-            "Workload leaderworkerset-stuck-0-",
-            "at waitForPodsReady's timeout",
-        ],
+        because=["kbc.errors.WaitTimeout", f"Workload {workload}", "at waitForPodsReady's timeout"],
         extra=QUARTER_WAITS,
     )
 

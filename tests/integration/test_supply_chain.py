@@ -29,7 +29,7 @@ import yaml
 from kbc import apis
 from kbc.cluster.charts.helm import install_chart, pull_chart, released_app_version
 from kbc.cluster.charts.images import pinned_images_file
-from kbc.cluster.charts.source import resolve_chart
+from kbc.cluster.charts.source import kustomize_for, resolve_chart
 from kbc.cluster.providers import LocalProvider
 from kbc.errors import ChartError, DigestMismatchError, RegistryError
 from kbc.kube import connect
@@ -60,7 +60,9 @@ class Upstreams:
 def package(lock: ChartsLock, name: str, helm: Path, into: Path) -> Path:
     """The pinned chart of *name*, from its module, packaged as ``<chart>-<version>.tgz``."""
     component = lock.components[name]
-    source = resolve_chart(component, "module", into / f"{name}-work", lock.components)
+    source = resolve_chart(
+        component, "module", into / f"{name}-work", lock.components, kustomize_for(component, lock)
+    )
     into.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         [str(helm), "package", str(source.path), "--destination", str(into)], check=True, capture_output=True

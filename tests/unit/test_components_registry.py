@@ -49,7 +49,7 @@ def declare(package: tuple[list[str], str], name: str, drop: str = "", **extra: 
 
 
 def test_the_registry_declares_the_components_in_install_order() -> None:
-    assert components.names() == ("jobset", "lws", "trainer", "kueue", "volcano")
+    assert components.names() == ("jobset", "lws", "trainer", "trainingoperator", "kueue", "volcano")
     assert components.configurable() == ("kueue", "volcano")
     assert {s.component for s in components.harness_settings()} == {"kueue", "volcano"}
 
@@ -62,7 +62,7 @@ def test_what_others_wait_for_installs_first_and_the_rest_together() -> None:
     # LeaderWorkerSet and Trainer say they go before Kueue (``before``); Kueue's declaration names neither.
     # Trainer comes after JobSet, whose JobSets its TrainJobs run as.
     assert components.install_waves(components.names()) == [
-        ["jobset", "lws"],
+        ["jobset", "lws", "trainingoperator"],
         ["trainer"],
         ["kueue", "volcano"],
     ]
@@ -127,11 +127,24 @@ def test_a_capability_marker_is_one_components_and_not_a_components_name(
         components.load(*package)
 
 
-def test_a_harness_setting_of_another_component_is_refused() -> None:
-    volcano = components.get("volcano")
-    wrong = dataclasses.replace(KUEUE, harness_settings=volcano.harness_settings)
+def test_a_harness_setting_of_its_own_needs_a_configuration() -> None:
+    wrong = dataclasses.replace(KUEUE, config=None)
     with pytest.raises(ComponentDeclarationError, match="harness_settings"):
         components._spec.validate(wrong, "kueue.py")
+
+
+def test_a_harness_setting_of_another_component_needs_one_that_declares_a_configuration(
+    package: tuple[list[str], str],
+) -> None:
+    fields = [f.name for f in dataclasses.fields(Component) if f.name != "name"]
+    setting = "{'harness_settings': (Setting('beta', 'x', {'a': 1}),), 'config': None}"
+    text = "from kbc.configuration import Setting\n" + _DECLARATION.format(
+        fields=fields, name="alpha", extra=setting
+    )
+    (Path(package[0][0]) / "alpha.py").write_text(text)
+    declare(package, "beta", harness_settings=(), config=None)
+    with pytest.raises(ComponentDeclarationError, match=r"setting of 'beta', which declares no config"):
+        components.load(*package)
 
 
 def test_a_lock_entry_for_a_component_the_registry_does_not_know_is_refused(
@@ -146,6 +159,16 @@ def test_a_lock_entry_for_a_component_the_registry_does_not_know_is_refused(
 
 def test_unknown_component_names_the_components() -> None:
     with pytest.raises(
-        Exception, match=r"unknown component 'ray'; the components are jobset, lws, trainer, kueue, volcano"
+        Exception,
+        match=r"unknown component 'ray'; the components are jobset, lws, trainer, trainingoperator, kueue, "
+        "volcano",
     ):
         components.get("ray")
+
+
+def test_a_name_that_helm_cannot_take_as_a_release_is_refused() -> None:
+    wrong = dataclasses.replace(KUEUE, name="training_operator")
+    with pytest.raises(
+        ComponentDeclarationError, match=r"without '_' \(it is a marker and a Helm release name"
+    ):
+        components._spec.validate(wrong, "training_operator.py")

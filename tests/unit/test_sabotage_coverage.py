@@ -41,7 +41,11 @@ def sabotaged() -> dict[str, list[str]]:
         for name, function in vars(module).items():
             if not name.startswith("test_") or not callable(function):
                 continue
-            for mark in getattr(function, "pytestmark", []):
+            marks = list(getattr(function, "pytestmark", []))
+            # A parametrized test's cases may each sabotage a scenario of their own (their params' marks).
+            for mark in [m for m in marks if m.name == "parametrize"]:
+                marks += [m for case in mark.args[1] if hasattr(case, "marks") for m in case.marks]
+            for mark in marks:
                 if mark.name == "sabotages":
                     for scenario in mark.args:
                         found.setdefault(str(scenario), []).append(f"{path.name}::{name}")

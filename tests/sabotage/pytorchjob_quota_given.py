@@ -1,0 +1,23 @@
+"""A ClusterQueue the scenario makes with a nominal quota of zero gets one CPU instead.
+
+The quota-zero scenario's PyTorchJob then fits at once, so "it stays suspended without a pod" cannot hold:
+the scenario must fail and say the PyTorchJob's Workload was admitted.
+"""
+
+from __future__ import annotations
+
+from tests.sabotage import Expect
+from tests.sabotage.leaderworkerset_quota_given import pytest_kbc_mutate_object
+
+__all__ = ["EXPECT", "pytest_kbc_mutate_object"]
+
+EXPECT = Expect(
+    scenario=(
+        "suites/test_pytorchjob.py::test_quota_zero_holds_the_pytorchjob_suspended_until_the_quota_is_raised"
+    ),
+    because=(
+        "kbc.errors.WaitGaveUp",
+        "Workload pytorchjob-waits-",
+        "to report why it is pending: Kueue reserved quota for it instead",
+    ),
+)

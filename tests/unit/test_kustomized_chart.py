@@ -1,0 +1,119 @@
+"""A component that ships a kustomize overlay instead of a chart (the training operator): rendered with
+the pinned kustomize into a chart the harness installs like any other, its CRDs in ``crds/``, its image a
+value; an overlay that is not what the lock says is refused, naming the field and what to do."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kbc.cluster.charts._yaml import load_all
+from kbc.cluster.charts.kustomized import kustomized_chart
+from kbc.cluster.charts.source import kustomize_for, resolve_chart
+from kbc.errors import ChartError
+from kbc.supply.pins import ChartsLock, Component, Image
+
+
+@pytest.fixture(scope="module")
+def kustomize(charts_lock: ChartsLock) -> Path:
+    found = kustomize_for(charts_lock.components["trainingoperator"], charts_lock)
+    assert found is not None
+    return found
+
+
+def test_the_training_operator_s_overlay_becomes_a_chart_of_the_pinned_name_and_version(
+    charts_lock: ChartsLock, kustomize: Path, tmp_path: Path
+) -> None:
+    operator = charts_lock.components["trainingoperator"]
+    source = resolve_chart(operator, "module", tmp_path, charts_lock.components, kustomize)
+    assert source.path == tmp_path / "chart" and source.digest.startswith("h1:")
+    assert "kustomize overlay manifests/overlays/standalone" in source.note
+    meta = yaml.safe_load((source.path / "Chart.yaml").read_text())
+    pinned = (operator.chart.name, operator.chart.version, operator.app_version)
+    assert (meta["name"], meta["version"], meta["appVersion"]) == pinned
+    crds = [d["metadata"]["name"] for d in load_all((source.path / "crds" / "crds.yaml").read_text())]
+    assert "pytorchjobs.kubeflow.org" in crds
+    template = (source.path / "templates" / "manifests.yaml").read_text()
+    assert ".Values.image.repository" in template and "kind: Namespace" not in template
+    values = yaml.safe_load((source.path / "values.yaml").read_text())
+    assert values == {"image": {"repository": operator.images[0].repository, "tag": operator.app_version}}
+
+
+def test_a_chart_component_needs_no_kustomize(charts_lock: ChartsLock) -> None:
+    assert kustomize_for(charts_lock.components["kueue"], charts_lock) is None
+
+
+def _overlay(root: Path, namespace: str, image: str) -> Path:
+    root.mkdir(parents=True)
+    (root / "kustomization.yaml").write_text(
+        yaml.safe_dump({"namespace": namespace, "resources": ["ns.yaml", "deploy.yaml"]})
+    )
+    (root / "ns.yaml").write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    )
+    pod = {"containers": [{"name": "m", "image": image}]}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "m"},
+        "spec": {
+            "selector": {"matchLabels": {"a": "b"}},
+            "template": {"metadata": {"labels": {"a": "b"}}, "spec": pod},
+        },
+    }
+    (root / "deploy.yaml").write_text(yaml.safe_dump(deployment))
+    return root
+
+
+def _component(charts_lock: ChartsLock) -> Component:
+    operator = charts_lock.components["trainingoperator"]
+    return dataclasses.replace(operator, images=(Image("example.test/op", operator.app_version, ""),))
+
+
+def test_an_overlay_of_another_namespace_is_refused_naming_both(
+    charts_lock: ChartsLock, kustomize: Path, tmp_path: Path
+) -> None:
+    overlay = _overlay(tmp_path / "o", "elsewhere", "example.test/op:v1")
+    with pytest.raises(ChartError, match=r"installs into namespace 'elsewhere'.*namespace is 'kubeflow'"):
+        kustomized_chart(_component(charts_lock), overlay, kustomize, tmp_path / "chart")
+
+
+def test_an_overlay_that_runs_another_image_is_refused_naming_the_lock_s(
+    charts_lock: ChartsLock, kustomize: Path, tmp_path: Path
+) -> None:
+    overlay = _overlay(tmp_path / "o", "kubeflow", "example.test/other:v1")
+    with pytest.raises(ChartError, match=r"no Deployment .* runs example.test/op, the first image"):
+        kustomized_chart(_component(charts_lock), overlay, kustomize, tmp_path / "chart")
+    made = kustomized_chart(
+        _component(charts_lock),
+        _overlay(tmp_path / "p", "kubeflow", "example.test/op:v1"),
+        kustomize,
+        tmp_path / "c",
+    )
+    assert "example.test/op" not in (made / "templates" / "manifests.yaml").read_text()
+
+
+def test_a_module_folder_without_a_kustomization_is_refused_naming_the_field(
+    charts_lock: ChartsLock, kustomize: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(ChartError, match=r"chart.moduleDir: .* has no kustomization.yaml"):
+        kustomized_chart(_component(charts_lock), tmp_path, kustomize, tmp_path / "chart")
+
+
+def test_text_that_looks_like_a_go_template_stays_text(
+    charts_lock: ChartsLock, kustomize: Path, tmp_path: Path
+) -> None:
+    overlay = _overlay(tmp_path / "o", "kubeflow", "example.test/op:v1")
+    (overlay / "cm.yaml").write_text(
+        yaml.safe_dump(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"t": "{{ x }}"}}
+        )
+    )
+    kustomization = yaml.safe_load((overlay / "kustomization.yaml").read_text())
+    kustomization["resources"].append("cm.yaml")
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    made = kustomized_chart(_component(charts_lock), overlay, kustomize, tmp_path / "chart")
+    assert '{{ "{{" }} x }}' in (made / "templates" / "manifests.yaml").read_text()
