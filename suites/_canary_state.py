@@ -17,7 +17,10 @@ from kbc.components.lws import GROUP as LWS_GROUP
 from kbc.components.lws import LEADER_WORKER_SET, leader_worker_set, wait_group_running
 from kbc.components.trainer import GROUP as TRAINER_GROUP
 from kbc.components.trainer import TRAIN_JOB, train_job, wait_nodes_running
+from kbc.components.trainingoperator import GROUP as TRAINING_OPERATOR_GROUP
+from kbc.components.trainingoperator import PYTORCH_JOB, pytorch_job, wait_running
 from kbc.dra import claim_template, claims_of, devices, results, serves_dra, wait_pods_allocated
+from kbc.errors import WaitTimeout
 from kbc.gpu import gpu_nodes
 from kbc.jobs import wait_pods_running
 from kbc.kube import Kube, Obj
@@ -61,10 +64,14 @@ class OperatorState:
     group: str
     webhook: str
     """A word of the names of its webhook configurations."""
+    integration: str
+    """Kueue's integration for its jobs (``integrations.frameworks``)."""
+    name: str
     step: str
-    make: Callable[[str], Obj]
-    """Its manifest, submitted to the given LocalQueue."""
-    running: Callable[[Kube, str], object]
+    make: Callable[[str, str], Obj]
+    """Its manifest of the given name, submitted to the given LocalQueue."""
+    running: Callable[[Kube, str, str], object]
+    """Its pods, of the job of the given name, running."""
 
     @property
     def crd(self) -> str:
@@ -77,18 +84,33 @@ OPERATOR_STATES = (
         LEADER_WORKER_SET,
         LWS_GROUP,
         "lws",
+        "leaderworkerset.x-k8s.io/leaderworkerset",
+        "serving",
         "a LeaderWorkerSet's 2-pod group admitted on CPU quota and running",
-        lambda queue: leader_worker_set("serving", size=2, cpu="100m", queue=queue),
-        lambda kube, namespace: wait_group_running(kube, namespace, "serving", 2),
+        lambda name, queue: leader_worker_set(name, size=2, cpu="100m", queue=queue),
+        lambda kube, namespace, name: wait_group_running(kube, namespace, name, 2),
     ),
     OperatorState(
         "Kubeflow Trainer",
         TRAIN_JOB,
         TRAINER_GROUP,
         TRAINER_GROUP,
+        "trainer.kubeflow.org/trainjob",
+        "training",
         "a 2-node TrainJob admitted on CPU quota and running",
-        lambda queue: train_job("training", nodes=2, cpu="100m", queue=queue),
-        lambda kube, namespace: wait_nodes_running(kube, namespace, "training", 2),
+        lambda name, queue: train_job(name, nodes=2, cpu="100m", queue=queue),
+        lambda kube, namespace, name: wait_nodes_running(kube, namespace, name, 2),
+    ),
+    OperatorState(
+        "Kubeflow training operator",
+        PYTORCH_JOB,
+        TRAINING_OPERATOR_GROUP,
+        "training-operator",
+        "kubeflow.org/pytorchjob",
+        "torch",
+        "a PyTorchJob of a master and a worker admitted on CPU quota and running",
+        lambda name, queue: pytorch_job(name, workers=1, cpu="100m", queue=queue),
+        lambda kube, namespace, name: wait_running(kube, namespace, name, 2),
     ),
 )
 
@@ -107,12 +129,32 @@ def make_operator_states(kube: Kube, namespace: str, queue: str) -> list[Operato
             )
             continue
         with allure.step(f"make state: {state.step}"):
-            created = kube.create(state.make(queue), namespace=namespace)
+            created = kube.create(state.make(state.name, queue), namespace=namespace)
             names = [w["metadata"]["name"] for w in wait_workload_of(kube, namespace, created)]
             wait_admitted(kube, namespace, *names)
-            state.running(kube, namespace)
+            state.running(kube, namespace, state.name)
         made.append(state)
     return made
+
+
+def still_managed(kube: Kube, namespace: str, queue: str, state: OperatorState) -> None:
+    """A new job of *state*'s kind on *queue* gets a Workload of the new Kueue, is admitted and runs; where
+    Kueue no longer makes it a Workload, fails naming the integration the new configuration lacks."""
+    name = f"{state.name}-after"
+    created = kube.create(state.make(name, queue), namespace=namespace)
+    try:
+        found = wait_workload_of(kube, namespace, created)
+    except WaitTimeout as exc:
+        raise AssertionError(
+            f"after the upgrade Kueue no longer manages {state.kind.kind}s: {state.kind.kind} {name} on "
+            f"LocalQueue {queue} got no Workload ({exc.what}). Its integration {state.integration!r} is "
+            "not in the new Kueue configuration's integrations.frameworks (Kueue's default configuration "
+            f"leaves some out): {state.kind.kind}s submitted after this upgrade run unqueued, unsuspended "
+            "and outside every quota. Keep it in the configuration the upgrade installs"
+        ) from exc
+    wait_admitted(kube, namespace, *(w["metadata"]["name"] for w in found))
+    state.running(kube, namespace, name)
+    kube.delete(state.kind, name, namespace=namespace)
 
 
 def make_volcano_state(kube: Kube, namespace: str, make_queue: VolcanoQueueFactory) -> tuple[str, str, str]:

@@ -10,7 +10,8 @@ within a DRA quota, and a running Job Kueue placed in one rack (where the cluste
 devices and racked GPU nodes; the report says where it does not); where Volcano is installed, a
 Volcano Queue capped at two GPUs with a running 2-pod gang and a pending one; where LeaderWorkerSet is
 installed, a LeaderWorkerSet whose 2-pod group Kueue admitted, running; where Kubeflow Trainer is installed,
-a 2-node TrainJob Kueue admitted, running. A snapshot records
+a 2-node TrainJob Kueue admitted, running; where the training operator is installed, a PyTorchJob of a master
+and a worker Kueue admitted, running. A snapshot records
 every object by UID, each Workload's admission (its topology assignment too) and conditions, each
 ResourceClaim's allocated devices, each Job's suspend state, each pod's UID, node, start time and
 restarts, each ClusterQueue's usage and borrowing, and each PodGroup's phase and running count.
@@ -18,7 +19,8 @@ After the upgrade the same snapshot must read the same; every CRD's objects must
 every served version, no stored version may have stopped being served, the webhooks must carry a
 valid CA bundle; then
 the pending gang is admitted once the borrower's capacity frees, the pending Volcano
-gang runs once the running one ends, a new Job on an old LocalQueue is admitted, and no
+gang runs once the running one ends, a new Job on an old LocalQueue is admitted, so is a new job of each
+operator's kind (a Kueue configuration that dropped its integration fails naming it), and no
 component or control-plane log got an error line about conversion, decoding or
 certificates after the upgrade.
 
@@ -52,6 +54,7 @@ from kbc.kueue import (
     hold_suspended,
     start_up_lines,
     wait_admitted,
+    wait_cluster_queue,
     wait_pending,
     wait_usage,
     wait_workload_of,
@@ -84,6 +87,7 @@ from suites._canary_state import (
     make_operator_states,
     make_volcano_state,
     rack_state,
+    still_managed,
     usage_of_admitted,
 )
 
@@ -172,6 +176,14 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             attachment_type=allure.attachment_type.TEXT,
         )
     operators = make_operator_states(kube, namespace, empty.local_queue)
+    if operators:
+        # The snapshot must see the ClusterQueue's status caught up with the operators' jobs it admitted.
+        wait_cluster_queue(
+            kube,
+            empty.cluster_queue,
+            until=lambda cq: (cq.get("status") or {}).get("admittedWorkloads") == len(operators),
+            what=f"ClusterQueue {empty.cluster_queue} to count the operators' {len(operators)} admitted jobs",
+        )
     groups = COMPONENT_GROUPS + (VOLCANO_GROUPS if volcano else ()) + tuple(o.group for o in operators)
     webhooks = WEBHOOK_NAMES + (VOLCANO_WEBHOOKS if volcano else ()) + tuple(o.webhook for o in operators)
 
@@ -316,6 +328,12 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         (admitted_fresh,) = wait_admitted(kube, namespace, workload["metadata"]["name"])
         given = admission(admitted_fresh)
         assert given["clusterQueue"] == cohort.cluster_queues["borrower"], given
+    for operator in operators:
+        with allure.step(
+            f"verify: a new {operator.kind.kind} on an old LocalQueue is managed ({operator.integration}), "
+            "admitted and runs"
+        ):
+            still_managed(kube, namespace, empty.local_queue, operator)
     with allure.step(
         "verify: no component logged a conversion, decoding or certificate error after the upgrade"
     ):

@@ -40,10 +40,12 @@ ONE_RACK_STORY = "a gang that must fit one rack is admitted into one rack"
 CANARY_CLUSTER = "kbc-selftest-canary"
 
 
-def run_canary(sabotage: str | None, *extra: str, targets: tuple[str, ...] = (TARGET,)) -> InnerRun:
+def run_canary(
+    sabotage: str | None, *extra: str, targets: tuple[str, ...] = (TARGET,), components: str = "kueue,jobset"
+) -> InnerRun:
     return run_pytest_past_the_finding(
         [*targets, "-m", "upgrade", "--provider", "local", "--cluster-name", CANARY_CLUSTER],
-        ["--components", "kueue,jobset", "--node-naming", "kind", *extra],
+        ["--components", components, "--node-naming", "kind", *extra],
         sabotage=sabotage,
         timeout=600,
     )
@@ -161,4 +163,18 @@ def test_the_canary_fails_when_a_stored_version_stops_being_served() -> None:
     assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
     (failure,) = run.failures
     for words in ("status.storedVersions", "workloads.kueue.x-k8s.io", "migrate them before upgrading"):
+        assert words in failure, f"the failure should say {words!r}:\n{failure}"
+
+
+@pytest.mark.sabotages(UPGRADE_SCENARIO)
+def test_the_canary_fails_naming_an_integration_the_new_kueue_configuration_drops() -> None:
+    """Kueue upgraded with a configuration without kubeflow.org/pytorchjob (as its default values have
+    it), the training operator's PyTorchJobs on the cluster."""
+    run = run_canary("upgrade_drops_an_integration", components="kueue,jobset,trainingoperator")
+    assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
+    (failure,) = run.failures
+    for words in (
+        "after the upgrade Kueue no longer manages PyTorchJobs",
+        "Its integration 'kubeflow.org/pytorchjob' is not in the new Kueue configuration",
+    ):
         assert words in failure, f"the failure should say {words!r}:\n{failure}"
