@@ -13,6 +13,9 @@ import pytest
 
 from kbc import apis
 from kbc.apis import Kind
+from kbc.components.kuberay import GROUP as RAY_GROUP
+from kbc.components.kuberay import RAY_JOB, ray_job, wait_submitter_running
+from kbc.components.kuberay import wait_running as wait_ray_cluster_running
 from kbc.components.lws import GROUP as LWS_GROUP
 from kbc.components.lws import LEADER_WORKER_SET, leader_worker_set, wait_group_running
 from kbc.components.trainer import GROUP as TRAINER_GROUP
@@ -111,6 +114,20 @@ OPERATOR_STATES = (
         "a PyTorchJob of a master and a worker admitted on CPU quota and running",
         lambda name, queue: pytorch_job(name, workers=1, cpu="100m", queue=queue),
         lambda kube, namespace, name: wait_running(kube, namespace, name, 2),
+    ),
+    OperatorState(
+        "KubeRay",
+        RAY_JOB,
+        RAY_GROUP,
+        "kuberay",
+        "ray.io/rayjob",
+        "ray",
+        "a RayJob of a head and a worker admitted on CPU quota, its cluster and its submitter running",
+        lambda name, queue: ray_job(name, workers=1, cpu="100m", queue=queue),
+        lambda kube, namespace, name: (
+            wait_ray_cluster_running(kube, namespace, name, 2),
+            wait_submitter_running(kube, namespace, name),
+        ),
     ),
 )
 

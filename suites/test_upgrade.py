@@ -11,7 +11,8 @@ devices and racked GPU nodes; the report says where it does not); where Volcano 
 Volcano Queue capped at two GPUs with a running 2-pod gang and a pending one; where LeaderWorkerSet is
 installed, a LeaderWorkerSet whose 2-pod group Kueue admitted, running; where Kubeflow Trainer is installed,
 a 2-node TrainJob Kueue admitted, running; where the training operator is installed, a PyTorchJob of a master
-and a worker Kueue admitted, running. A snapshot records
+and a worker Kueue admitted, running; where KubeRay is installed, a RayJob Kueue admitted, its cluster and
+submitter running. A snapshot records
 every object by UID, each Workload's admission (its topology assignment too) and conditions, each
 ResourceClaim's allocated devices, each Job's suspend state, each pod's UID, node, start time and
 restarts, each ClusterQueue's usage and borrowing, and each PodGroup's phase and running count.

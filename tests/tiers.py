@@ -35,6 +35,8 @@ _SLOW_OPERATOR_SABOTAGES = {
     f"{_SABOTAGE}[trainjob_control_jobs_fit]": _CONTROL,
     f"{_SABOTAGE}[pytorchjob_reclaim_never]": _RECLAIM,
     f"{_SABOTAGE}[pytorchjob_control_jobs_fit]": _CONTROL,
+    f"{_SABOTAGE}[rayjob_reclaim_never]": _RECLAIM,
+    f"{_SABOTAGE}[rayjob_control_jobs_fit]": _CONTROL,
     f"{_SABOTAGE}[controller_trainjob_never_ends]": "gate budget: a TrainJob's completion wait run out",
 }
 

@@ -49,7 +49,15 @@ def declare(package: tuple[list[str], str], name: str, drop: str = "", **extra: 
 
 
 def test_the_registry_declares_the_components_in_install_order() -> None:
-    assert components.names() == ("jobset", "lws", "trainer", "trainingoperator", "kueue", "volcano")
+    assert components.names() == (
+        "jobset",
+        "kuberay",
+        "lws",
+        "trainer",
+        "trainingoperator",
+        "kueue",
+        "volcano",
+    )
     assert components.configurable() == ("kueue", "volcano")
     assert {s.component for s in components.harness_settings()} == {"kueue", "volcano"}
 
@@ -62,7 +70,7 @@ def test_what_others_wait_for_installs_first_and_the_rest_together() -> None:
     # LeaderWorkerSet and Trainer say they go before Kueue (``before``); Kueue's declaration names neither.
     # Trainer comes after JobSet, whose JobSets its TrainJobs run as.
     assert components.install_waves(components.names()) == [
-        ["jobset", "lws", "trainingoperator"],
+        ["jobset", "kuberay", "lws", "trainingoperator"],
         ["trainer"],
         ["kueue", "volcano"],
     ]
@@ -150,18 +158,18 @@ def test_a_harness_setting_of_another_component_needs_one_that_declares_a_config
 def test_a_lock_entry_for_a_component_the_registry_does_not_know_is_refused(
     lock_data: dict[str, Any], tmp_path: Path
 ) -> None:
-    lock_data["components"]["kuberay"] = lock_data["components"]["jobset"]
+    lock_data["components"]["sparkoperator"] = lock_data["components"]["jobset"]
     with pytest.raises(LockFileError) as caught:
         parse_lock(yaml.safe_dump(lock_data), tmp_path / "charts-lock.yaml")
-    assert caught.value.field == "components.kuberay"
-    assert "kbc/components/kuberay.py" in str(caught.value)
+    assert caught.value.field == "components.sparkoperator"
+    assert "kbc/components/sparkoperator.py" in str(caught.value)
 
 
 def test_unknown_component_names_the_components() -> None:
     with pytest.raises(
         Exception,
-        match=r"unknown component 'ray'; the components are jobset, lws, trainer, trainingoperator, kueue, "
-        "volcano",
+        match=r"unknown component 'ray'; the components are jobset, kuberay, lws, trainer, "
+        "trainingoperator, kueue, volcano",
     ):
         components.get("ray")
 

@@ -1,0 +1,257 @@
+"""KubeRay's RayJob through Kueue: a Ray job and the RayCluster it runs on (a head, workers and the
+submitter) are one Workload, admitted whole or not at all.
+
+Kueue's webhook suspends a RayJob submitted to a LocalQueue; suspended, KubeRay makes no RayCluster, so no
+pod exists. Admitted, Kueue writes the flavor's node selectors and tolerations into the head's, the
+workers' and the submitter's pod templates and resumes it, and KubeRay makes the whole cluster at once.
+The negative control shows what that prevents: without Kueue, two RayJobs contending for too few GPUs end
+each with part of their workers placed, for good, where a Ray job waiting for its workers never starts.
+
+What fake nodes cannot show is a Ray runtime (the pods run the harness's toolbox): the RayJobs stay
+``Running`` once their clusters are up, and Kueue's ``waitForPodsReady`` for a RayJob waits on a cluster
+status KubeRay copies only after it reached the head's dashboard, so it is not proven here
+(``kbc.components.kuberay``).
+"""
+
+from __future__ import annotations
+
+import allure
+import pytest
+
+from kbc import apis, timeouts
+from kbc.components.kuberay import (
+    JOB_LABEL,
+    NODE_TYPE_LABEL,
+    RAY_JOB,
+    hold_suspended,
+    ray_job,
+    wait_running,
+    wait_suspended,
+)
+from kbc.flavors import gpu_products, node_products
+from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
+from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
+from kbc.kube import Kube, condition, wait_until_exists
+from kbc.kueue import (
+    Member,
+    Preemption,
+    QueueFactory,
+    Queues,
+    wait_admitted,
+    wait_pending,
+    wait_preempted,
+    wait_usage,
+    wait_workload_of,
+)
+from kbc.labels import GPU, PRODUCT_LABEL
+from kbc.workloads import GPU_TOLERATION
+
+pytestmark = [
+    pytest.mark.rayjob,
+    pytest.mark.kuberay,
+    allure.epic("KubeRay"),
+    allure.feature("rayjob"),
+]
+
+WORKERS = 4
+"""Workers per RayJob, one GPU each, beside the head (CPU only) and the submitter (CPU only)."""
+CLUSTER_PODS = WORKERS + 1
+"""The pods of a RayJob's RayCluster: the head and the workers (the submitter is a Job's pod)."""
+
+
+@pytest.fixture
+def six_gpus(make_kueue_queues: QueueFactory) -> Queues:
+    """A ClusterQueue with room for 6 GPUs: one RayJob of 4 GPU workers fits, two do not."""
+    return make_kueue_queues({"cpu": "16", GPU: "6"})
+
+
+@pytest.mark.kueue
+@allure.story(
+    "of two RayJobs of 4 GPU workers on 6 GPUs of quota, one runs its whole cluster and the other stays "
+    "suspended without a RayCluster or a pod until the first is deleted"
+)
+def test_a_rayjob_is_admitted_whole_and_a_second_waits_without_a_pod(
+    kube: Kube, namespace: str, six_gpus: Queues
+) -> None:
+    with allure.step("submit RayJob first (a head and 4 workers of 1 GPU each, and its submitter)"):
+        first = kube.create(
+            ray_job("first", workers=WORKERS, gpus=1, queue=six_gpus.local_queue), namespace=namespace
+        )
+        (wl_first,) = wait_workload_of(kube, namespace, first)
+        sets = {p["name"]: p["count"] for p in wl_first["spec"]["podSets"]}
+        assert sets == {"head": 1, "workers": WORKERS, "submitter": 1}, (
+            f"the RayJob's Workload holds its head, all {WORKERS} workers and its submitter: {sets}"
+        )
+        wait_admitted(kube, namespace, wl_first["metadata"]["name"])
+        wait_running(kube, namespace, "first", CLUSTER_PODS)
+    with allure.step("submit RayJob second: its Workload is pending, the job suspended with no pod"):
+        second = kube.create(
+            ray_job("second", workers=WORKERS, gpus=1, queue=six_gpus.local_queue), namespace=namespace
+        )
+        wl_second = wait_workload_of(kube, namespace, second)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, wl_second)
+        hold_suspended(kube, namespace, "second")
+    with allure.step("delete the first: the second is admitted and its whole cluster runs"):
+        kube.delete(RAY_JOB, "first", namespace=namespace)
+        wait_admitted(kube, namespace, wl_second)
+        wait_running(kube, namespace, "second", CLUSTER_PODS)
+
+
+@pytest.mark.kueue
+@allure.story("a RayJob in a quota-zero ClusterQueue stays suspended without a pod until quota appears")
+def test_quota_zero_holds_the_rayjob_suspended_until_the_quota_is_raised(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory
+) -> None:
+    queues = make_kueue_queues({"cpu": "0"})
+    with allure.step(
+        "submit a RayJob of a head and a worker (100m CPU each, and its submitter) to zero quota"
+    ):
+        created = kube.create(
+            ray_job("waits", workers=1, cpu="100m", queue=queues.local_queue), namespace=namespace
+        )
+        name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, name)
+    with allure.step("it stays suspended, without a RayCluster or a pod, for the consistency window"):
+        hold_suspended(kube, namespace, "waits")
+    with allure.step("raise nominalQuota to 300m CPU: the RayJob is admitted and its cluster runs"):
+        cq = kube.get(apis.CLUSTER_QUEUE, queues.cluster_queue)
+        cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "300m"
+        kube.replace(cq)
+        wait_admitted(kube, namespace, name)
+        wait_running(kube, namespace, "waits", 2)
+
+
+@pytest.mark.kueue
+@allure.story(
+    "a flavor's node labels and GPU toleration reach the head's and every worker's pod of a RayJob whose "
+    "workers tolerate nothing themselves"
+)
+def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_a_rayjob(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory
+) -> None:
+    product = gpu_products(kube)[0]
+    selector = {PRODUCT_LABEL: product.product}
+    queues = make_kueue_queues(
+        {"cpu": "16", GPU: "2"},
+        flavors={product.key: selector},
+        tolerations={product.key: [GPU_TOLERATION]},
+    )
+    with allure.step(
+        f"submit a RayJob of 2 workers (1 GPU each, no toleration of their own) to a flavor selecting "
+        f"{product.product} and tolerating {GPU}"
+    ):
+        created = kube.create(
+            ray_job("placed", workers=2, gpus=1, queue=queues.local_queue, tolerate_gpu=False),
+            namespace=namespace,
+        )
+        name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, name)
+    with allure.step("Kueue resumes it with the flavor's nodeSelector and toleration in the workers' pods"):
+        admitted = wait_until_exists(
+            kube,
+            RAY_JOB,
+            "placed",
+            namespace=namespace,
+            # KubeRay's API leaves a false suspend out.
+            until=lambda j: not j["spec"].get("suspend"),
+            timeout=timeouts.LONG,
+            what="Kueue to resume RayJob placed",
+        )
+        (group,) = admitted["spec"]["rayClusterSpec"]["workerGroupSpecs"]
+        pod = group["template"]["spec"]
+        assert (pod.get("nodeSelector") or {}).get(PRODUCT_LABEL) == product.product, (
+            f"Kueue should give the workers' pods the flavor's nodeLabels {selector}: {pod}"
+        )
+        assert has_gpu_toleration(pod.get("tolerations")), (
+            f"Kueue should give the workers' pods the flavor's toleration of {GPU}: {pod.get('tolerations')}"
+        )
+    with allure.step(f"every pod of its cluster carries both and runs on a {product.product} node"):
+        pods = wait_running(kube, namespace, "placed", 3)
+        on = node_products(kube)
+        for p in pods:
+            pod_name, spec = p["metadata"]["name"], p["spec"]
+            assert (spec.get("nodeSelector") or {}).get(PRODUCT_LABEL) == product.product, (pod_name, spec)
+            assert has_gpu_toleration(spec.get("tolerations")), (pod_name, spec.get("tolerations"))
+            assert on.get(node_of(p) or "") == product.product, (pod_name, node_of(p), on)
+
+
+@pytest.fixture
+def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
+    """A cohort: the lender (4 GPUs) may reclaim what it lends; the borrower has 2 GPUs of its own."""
+    return make_kueue_queues(
+        members={
+            "lender": Member({"cpu": "16", GPU: "4"}, preemption=Preemption(reclaim_within_cohort="Any")),
+            "borrower": Member({"cpu": "16", GPU: "2"}),
+        }
+    )
+
+
+@pytest.mark.kueue
+@allure.story(
+    "a lender reclaims the GPUs a RayJob borrowed: the whole job is evicted and suspended, KubeRay removes "
+    "its cluster and every pod, and the lender's RayJob runs whole"
+)
+def test_a_lender_reclaims_a_borrowing_rayjob_whole(
+    kube: Kube, namespace: str, reclaiming_lender: Queues
+) -> None:
+    cohort = reclaiming_lender
+    borrower_cq, lender_cq = cohort.cluster_queues["borrower"], cohort.cluster_queues["lender"]
+    with allure.step("the borrower's RayJob (4 workers x 1 GPU) runs on its own 2 GPUs and 2 borrowed"):
+        borrower = kube.create(
+            ray_job("borrower", workers=WORKERS, gpus=1, queue=cohort.local_queues["borrower"]),
+            namespace=namespace,
+        )
+        wl_borrower = wait_workload_of(kube, namespace, borrower)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, wl_borrower)
+        wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="4", borrowed="2")
+        wait_running(kube, namespace, "borrower", CLUSTER_PODS)
+    with allure.step("the lender's RayJob (4 workers x 1 GPU, its nominal quota) is submitted"):
+        lender = kube.create(
+            ray_job("lender", workers=WORKERS, gpus=1, queue=cohort.local_queues["lender"]),
+            namespace=namespace,
+        )
+        wl_lender = wait_workload_of(kube, namespace, lender)[0]["metadata"]["name"]
+    with allure.step("the borrower's Workload is evicted, Preempted with reason InCohortReclamation"):
+        wait_preempted(kube, namespace, wl_borrower, reasons={"InCohortReclamation"})
+    with allure.step("the lender's RayJob is admitted on its own quota and its whole cluster runs"):
+        wait_admitted(kube, namespace, wl_lender)
+        wait_running(kube, namespace, "lender", CLUSTER_PODS)
+        wait_usage(kube, lender_cq, cohort.flavor, GPU, total="4", borrowed="0")
+    with allure.step("the borrower is suspended again, its cluster and every pod gone, and stays so"):
+        wait_pending(kube, namespace, wl_borrower)
+        wait_suspended(kube, namespace, "borrower")
+        hold_suspended(kube, namespace, "borrower")
+        wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="0", borrowed="0")
+
+
+JOBS = Contenders(JOB_LABEL, ("ray-a", "ray-b"), CLUSTER_PODS, noun="RayJobs' clusters")
+
+
+@pytest.mark.serial
+@allure.story(
+    "negative control without Kueue: two RayJobs of 4 GPU workers on 6 free GPUs end each with their "
+    "clusters partly placed under the default scheduler (the deadlock)"
+)
+def test_without_kueue_two_rayjobs_on_six_gpus_end_partly_placed(kube: Kube, namespace: str) -> None:
+    with allure.step("leave exactly 6 GPUs free on one GPU node"):
+        filler = wait_gpus_left_free(kube, namespace, free=6)
+    with allure.step("create RayJobs A and B (a head and 4 workers of 1 GPU each, no queue), pods at a gate"):
+        # The gate lets both clusters' pods reach the scheduler interleaved, A1 B1 A2 B2 ..., as they do when
+        # KubeRay makes two clusters at once; the scheduler still decides placement.
+        for name in JOBS.names:
+            kube.create(
+                ray_job(
+                    name, workers=WORKERS, gpus=1, node_selector=filler.node.selector, gates=(ARRIVAL_GATE,)
+                ),
+                namespace=namespace,
+            )
+    with allure.step("release the pods to the default scheduler in turn: A1, B1, A2, B2, ..."):
+        release_in_turn(kube, namespace, JOBS, made_by="KubeRay")
+    with allure.step("both clusters are partially placed, and stay so for the consistency window"):
+        final = hold_deadlocked(kube, namespace, JOBS)
+    with allure.step("the scheduler says the unplaced workers are Unschedulable for want of GPUs"):
+        for pod in (p for p in final if not node_of(p)):
+            assert pod["metadata"]["labels"].get(NODE_TYPE_LABEL) == "worker", pod["metadata"]["name"]
+            cond = condition(pod, "PodScheduled") or {}
+            assert cond.get("reason") == "Unschedulable", (pod["metadata"]["name"], cond)
+            assert f"Insufficient {GPU}" in cond.get("message", ""), (pod["metadata"]["name"], cond)
