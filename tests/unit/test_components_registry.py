@@ -180,3 +180,10 @@ def test_a_name_that_helm_cannot_take_as_a_release_is_refused() -> None:
         ComponentDeclarationError, match=r"without '_' \(it is a marker and a Helm release name"
     ):
         components._spec.validate(wrong, "training_operator.py")
+
+
+def test_a_flags_manager_with_a_webhook_names_its_certificate_s_ca_and_service() -> None:
+    operator = components.get("trainingoperator")
+    wrong = dataclasses.replace(operator, host=dataclasses.replace(operator.host, ca_name=""))
+    with pytest.raises(ComponentDeclarationError, match=r"names its ca_name and its service"):
+        components._spec.validate(wrong, "trainingoperator/__init__.py")
