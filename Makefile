@@ -53,9 +53,9 @@ typecheck: .venv/.synced
 #   make test-e2e  the heavy tier, nightly: kind and the first run's digests, the kind canary, the canaries
 #                  at scale and under load, the platforms' twins
 #   make unit      the unit tests alone
-# The gate runs the suites on two default clusters, one per worker (kbc.plugins.workers._second_lane), whose
-# kwok nodes carry the names kind gives its workers (a scenario that depends on node names fails here), each
-# with one real node (kubelet + containerd on this host) where the real-node suite's pods really run. --durations lists the slowest tests (docs/performance.md).
+# The gate runs every suite on the same cluster, whose kwok nodes carry the names kind gives its workers (a
+# scenario that depends on node names fails here), with one real node (kubelet + containerd on this host)
+# where the real-node suite's pods really run. --durations lists the slowest tests (docs/performance.md).
 # Two pytest-xdist workers: most of the time is waiting on clusters. Tests that share a cluster of the
 # session (one group per profile), the Docker engine or a module go to one worker together, the longest
 # group first (tests/xdist_groups.py, docs/contributing.md#two-workers); TEST_WORKERS=0: one at a time.
