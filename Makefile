@@ -55,7 +55,8 @@ typecheck: .venv/.synced
 # The harness's own tests come in two tiers (tests/tiers.py says which test is in which, and
 # tests/unit/test_tiers.py checks that every test runs in exactly one):
 #   make test      the gate CI runs: lint, types, import contracts, unit tests, every conformance scenario
-#                  and every sabotage once on the local provider, the local upgrade canary once
+#                  and every sabotage once on the local provider (but those tests/tiers.py names), the local
+#                  upgrade canary once
 #   make test-e2e  the heavy tier, nightly: kind and the first run's digests, the kind canary, the canaries
 #                  at scale and under load, the platforms' twins
 #   make unit      the unit tests alone

@@ -1,8 +1,9 @@
 """The two tiers of the harness's own tests: ``make test`` (the gate CI runs) and ``make test-e2e`` (nightly).
 
-The gate proves every conformance scenario and every sabotage once on the local provider, the local upgrade
-canary once, and everything the harness does without Docker; the heavy tier runs what needs kind or the
-harness's Docker Engine, the canaries at scale and under load, and the platforms' twins. A test is in the
+The gate proves every conformance scenario and every sabotage once on the local provider (the operators'
+that its budget cannot hold are named below), the local upgrade canary and its failure on a lost workload,
+and everything the harness does without Docker; the heavy tier runs what needs kind or the harness's Docker
+Engine, the canaries at scale and under load, and the platforms' twins. A test is in the
 heavy tier when it takes one of :data:`E2E_FIXTURES`, is in the Docker engine's group, or is named below;
 every other test is in the gate. ``tests/conftest.py`` marks the heavy tier's tests ``e2e``, the Makefile
 selects ``-m e2e`` and ``-m "not e2e"``, and ``tests/unit/test_tiers.py`` checks that every test the two
@@ -38,14 +39,28 @@ _SLOW_OPERATOR_SABOTAGES = {
     f"{_SABOTAGE}[rayjob_reclaim_never]": _RECLAIM,
     f"{_SABOTAGE}[rayjob_control_jobs_fit]": _CONTROL,
     f"{_SABOTAGE}[controller_trainjob_never_ends]": "gate budget: a TrainJob's completion wait run out",
+    "tests/integration/test_pods_ready_can_fail.py::test_an_operator_s_eviction_fails_when_the_timeout_is_"
+    "flattened_to_kueues_default": "gate budget: the flattened timeout's hook, proven in the gate on the "
+    "Job's eviction",
+}
+_CANARY = "tests/integration/test_upgrade_canary.py"
+# The gate runs the canary and its failure on a lost workload; the canary's other failures, each a canary of
+# its own (old pins installed, state made, upgraded), run nightly.
+_CANARY_FAILURES = {
+    f"{_CANARY}::test_the_canary_fails_naming_an_integration_the_new_kueue_configuration_drops": "gate "
+    "budget: a canary of its own, the training operator built at its old pin",
+    f"{_CANARY}::test_the_canary_fails_when_the_crds_are_not_upgraded": "gate budget: a canary of its own",
+    f"{_CANARY}::test_the_canary_fails_when_a_stored_version_stops_being_served": "gate budget: a canary of "
+    "its own",
+    f"{_CANARY}::test_a_baseline_that_fails_on_the_old_pins_is_an_expected_failure_and_marked": "gate "
+    "budget: a canary of its own",
 }
 
 # A module's path (every test in it), a node id without parameters (every parametrization of one test), or
 # a node id with them (one parametrization).
 E2E_TESTS = {
     **_SLOW_OPERATOR_SABOTAGES,
-    "tests/integration/test_upgrade_canary.py::test_the_canary_fails_naming_an_integration_the_new_kueue_"
-    "configuration_drops": "gate budget: a canary of its own, the training operator built at its old pin",
+    **_CANARY_FAILURES,
     "tests/integration/test_platform.py": "a twin per platform: a local cluster per misconfiguration",
     "tests/integration/test_platform_racks_and_dra.py": "a twin per platform, with racks and DRA",
     "tests/integration/test_upgrade_load.py": "the canary under load: 100 queues, 5,000 workloads",
