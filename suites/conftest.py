@@ -8,7 +8,8 @@ from kbc import apis
 from kbc.dra import Device, devices, serves_dra
 from kbc.errors import ClusterError
 from kbc.kube import Kube
-from kbc.labels import DRA_CLASS, DRA_DRIVER
+from kbc.kueue import Member, Preemption, QueueFactory, Queues
+from kbc.labels import DRA_CLASS, DRA_DRIVER, GPU
 
 
 @pytest.fixture
@@ -32,3 +33,15 @@ def offered(kube: Kube) -> list[Device]:
             f"device.driver == '{DRA_DRIVER}')"
         )
     return found
+
+
+@pytest.fixture
+def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
+    """A cohort for the operators' reclaim scenarios: the lender (4 GPUs) may reclaim what it lends; the
+    borrower has 2 GPUs of its own (CPU enough for an operator's extra pods: a Ray head, a submitter)."""
+    return make_kueue_queues(
+        members={
+            "lender": Member({"cpu": "16", GPU: "4"}, preemption=Preemption(reclaim_within_cohort="Any")),
+            "borrower": Member({"cpu": "16", GPU: "2"}),
+        }
+    )

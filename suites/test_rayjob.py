@@ -33,8 +33,6 @@ from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
 from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
 from kbc.kube import Kube, condition, wait_until_exists
 from kbc.kueue import (
-    Member,
-    Preemption,
     QueueFactory,
     Queues,
     wait_admitted,
@@ -173,17 +171,6 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_a_rayjob(
             assert (spec.get("nodeSelector") or {}).get(PRODUCT_LABEL) == product.product, (pod_name, spec)
             assert has_gpu_toleration(spec.get("tolerations")), (pod_name, spec.get("tolerations"))
             assert on.get(node_of(p) or "") == product.product, (pod_name, node_of(p), on)
-
-
-@pytest.fixture
-def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
-    """A cohort: the lender (4 GPUs) may reclaim what it lends; the borrower has 2 GPUs of its own."""
-    return make_kueue_queues(
-        members={
-            "lender": Member({"cpu": "16", GPU: "4"}, preemption=Preemption(reclaim_within_cohort="Any")),
-            "borrower": Member({"cpu": "16", GPU: "2"}),
-        }
-    )
 
 
 @pytest.mark.kueue

@@ -28,8 +28,6 @@ from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
 from kbc.jobs import ARRIVAL_GATE, Contenders, bound, describe_pods, hold_deadlocked, node_of, release_in_turn
 from kbc.kube import Kube, condition, wait_for_list, wait_until_exists
 from kbc.kueue import (
-    Member,
-    Preemption,
     QueueFactory,
     Queues,
     wait_admitted,
@@ -222,17 +220,6 @@ def test_a_trainjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_t
     with allure.step("its quota admits the next, and the stuck one is suspended with every pod removed"):
         wait_admitted(kube, namespace, wl_next)
         wait_suspended(kube, namespace, "stuck")
-
-
-@pytest.fixture
-def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
-    """A cohort: the lender (4 GPUs) may reclaim what it lends; the borrower has 2 GPUs of its own."""
-    return make_kueue_queues(
-        members={
-            "lender": Member({"cpu": "16", GPU: "4"}, preemption=Preemption(reclaim_within_cohort="Any")),
-            "borrower": Member({"cpu": "16", GPU: "2"}),
-        }
-    )
 
 
 @pytest.mark.kueue
