@@ -11,7 +11,7 @@ from decimal import Decimal
 import allure
 import pytest
 
-from kbc import apis
+from kbc import apis, timeouts
 from kbc.apis import Kind
 from kbc.components.kuberay import GROUP as RAY_GROUP
 from kbc.components.kuberay import RAY_JOB, ray_job, wait_submitter_running
@@ -26,7 +26,7 @@ from kbc.dra import claim_template, claims_of, devices, results, serves_dra, wai
 from kbc.errors import WaitTimeout
 from kbc.gpu import gpu_nodes
 from kbc.jobs import wait_pods_running
-from kbc.kube import Kube, Obj
+from kbc.kube import Kube, Obj, wait_gone
 from kbc.kueue import (
     Member,
     QueueFactory,
@@ -35,6 +35,7 @@ from kbc.kueue import (
     wait_admitted,
     wait_workload_of,
 )
+from kbc.kueue.logs import said_about
 from kbc.kueue.settings import DRA_QUOTA
 from kbc.kueue.topology import required, topology
 from kbc.labels import BLOCK_LABEL, DRA_DRIVER, GPU, HOSTNAME_LABEL, PRODUCT_LABEL, RACK_LABEL
@@ -132,10 +133,18 @@ OPERATOR_STATES = (
 )
 
 
-def make_operator_states(kube: Kube, namespace: str, queue: str) -> list[OperatorState]:
+def make_operator_states(
+    kube: Kube,
+    namespace: str,
+    queue: str,
+    logs: Callable[[], dict[str, str] | None],
+    finding: Callable[[str], None],
+) -> tuple[list[OperatorState], list[OperatorState]]:
     """Each operator's job, admitted by Kueue from *queue* and running, where the operator is installed;
-    the report says which are not."""
-    made = []
+    the report says which are not. Returns the states made, and the kinds the old pins admit but never
+    start: each is a component *finding* (in Kueue's words, from its *logs*), its job removed, and the
+    canary goes on without it (the new pins must still run one: :func:`still_managed`)."""
+    made, broken = [], []
     for state in OPERATOR_STATES:
         if kube.find(apis.CUSTOM_RESOURCE_DEFINITION, state.crd) is None:
             allure.attach(
@@ -149,9 +158,37 @@ def make_operator_states(kube: Kube, namespace: str, queue: str) -> list[Operato
             created = kube.create(state.make(state.name, queue), namespace=namespace)
             names = [w["metadata"]["name"] for w in wait_workload_of(kube, namespace, created)]
             wait_admitted(kube, namespace, *names)
-            state.running(kube, namespace, state.name)
+            try:
+                state.running(kube, namespace, state.name)
+            except WaitTimeout as exc:
+                said = said_about(logs() or {}, namespace, state.name)
+                if not said:
+                    raise
+                finding(_never_started(state, names, exc, said))
+                # Gone with what it made (its Workload, the JobSet and Jobs) before the snapshot is taken.
+                kube.delete(state.kind, state.name, namespace=namespace, foreground=True)
+                wait_gone(
+                    kube,
+                    state.kind,
+                    state.name,
+                    namespace=namespace,
+                    timeout=timeouts.LONG,
+                    what=f"{state.kind.kind} {state.name} and what it made removed",
+                )
+                broken.append(state)
+                continue
         made.append(state)
-    return made
+    return made, broken
+
+
+def _never_started(state: OperatorState, workloads: list[str], exc: WaitTimeout, said: list[str]) -> str:
+    kind = state.kind.kind
+    return (
+        f"Kueue admitted {kind} {state.name} (Workload {', '.join(workloads)}) on the old pins but never "
+        f"started it; Kueue said: {'; '.join(said)}. {state.display} and Kueue at these versions do not "
+        f"run {kind}s together: left out of the canary's state, and the new pins must run one "
+        f"(waited for: {exc.what})"
+    )
 
 
 def still_managed(kube: Kube, namespace: str, queue: str, state: OperatorState) -> None:

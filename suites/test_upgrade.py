@@ -115,6 +115,8 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
     upgrade: Callable[[], list[str]],
     upgrade_log_errors: Callable[[], list[str] | None],
     upgrade_logs: Callable[[], dict[str, str] | None],
+    controller_logs: Callable[[], dict[str, str] | None],
+    record_finding: Callable[[str], None],
     request: pytest.FixtureRequest,
 ) -> None:
     with allure.step("install old: the cluster runs the old pins"):
@@ -176,17 +178,21 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             name="volcano",
             attachment_type=allure.attachment_type.TEXT,
         )
-    operators = make_operator_states(kube, namespace, empty.local_queue)
-    if operators:
-        # The snapshot must see the ClusterQueue's status caught up with the operators' jobs it admitted.
+    operators, never_started = make_operator_states(
+        kube, namespace, empty.local_queue, controller_logs, record_finding
+    )
+    if operators or never_started:
+        # The snapshot must see the ClusterQueue's status caught up with the operators' jobs it admitted (and
+        # with those removed, that the old pins never started).
         wait_cluster_queue(
             kube,
             empty.cluster_queue,
             until=lambda cq: (cq.get("status") or {}).get("admittedWorkloads") == len(operators),
             what=f"ClusterQueue {empty.cluster_queue} to count the operators' {len(operators)} admitted jobs",
         )
-    groups = COMPONENT_GROUPS + (VOLCANO_GROUPS if volcano else ()) + tuple(o.group for o in operators)
-    webhooks = WEBHOOK_NAMES + (VOLCANO_WEBHOOKS if volcano else ()) + tuple(o.webhook for o in operators)
+    installed = operators + never_started
+    groups = COMPONENT_GROUPS + (VOLCANO_GROUPS if volcano else ()) + tuple(o.group for o in installed)
+    webhooks = WEBHOOK_NAMES + (VOLCANO_WEBHOOKS if volcano else ()) + tuple(o.webhook for o in installed)
 
     def snapshot() -> Snapshot:
         return take_snapshot(
@@ -329,7 +335,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         (admitted_fresh,) = wait_admitted(kube, namespace, workload["metadata"]["name"])
         given = admission(admitted_fresh)
         assert given["clusterQueue"] == cohort.cluster_queues["borrower"], given
-    for operator in operators:
+    for operator in installed:
         with allure.step(
             f"verify: a new {operator.kind.kind} on an old LocalQueue is managed ({operator.integration}), "
             "admitted and runs"

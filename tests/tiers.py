@@ -54,6 +54,8 @@ _CANARY_FAILURES = {
     "its own",
     f"{_CANARY}::test_a_baseline_that_fails_on_the_old_pins_is_an_expected_failure_and_marked": "gate "
     "budget: a canary of its own",
+    f"{_CANARY}::test_a_canary_from_trainer_v2_1_0_records_kueue_s_words_as_a_finding_and_goes_on": "gate "
+    "budget: a canary of its own, Trainer built at v2.1.0",
 }
 
 # A module's path (every test in it), a node id without parameters (every parametrization of one test), or

@@ -18,6 +18,7 @@ import pytest
 
 from kbc.supply.lock import load_lock
 from tests.integration.suite_runner import InnerRun, run_pytest_past_the_finding
+from tests.locks import lock_with
 
 pytestmark = pytest.mark.cluster
 
@@ -178,3 +179,20 @@ def test_the_canary_fails_naming_an_integration_the_new_kueue_configuration_drop
         "Its integration 'kubeflow.org/pytorchjob' is not in the new Kueue configuration",
     ):
         assert words in failure, f"the failure should say {words!r}:\n{failure}"
+
+
+def test_a_canary_from_trainer_v2_1_0_records_kueue_s_words_as_a_finding_and_goes_on(tmp_path: Path) -> None:
+    """Trainer v2.1.0 under the pinned Kueue: Kueue admits the canary's TrainJob and never starts it (its
+    TrainJob has no spec.runtimePatches, where Kueue's integration writes; kubernetes-sigs/kueue#14722). The
+    canary says so as a finding in Kueue's words, goes on without that TrainJob, and passes once the new pins
+    run one: a component finding, never a harness failure."""
+    lock = lock_with(load_lock(), tmp_path, "trainer", "2.1.0")
+    reports = tmp_path / "reports"
+    run = run_canary(
+        None, "--upgrade-from", str(lock), "--report-dir", str(reports), components="kueue,jobset,trainer"
+    )
+    assert run.outcomes == {"passed": 1, "failed": 0, "errors": 0, "skipped": 0}, run.explain()
+    (finding,) = json.loads((reports / "summary.json").read_text())["upgrade"]["findings"]
+    for words in ("Kueue admitted TrainJob training", "never started it", "kueue runtime patch not found"):
+        assert words in finding, f"the finding should say {words!r}: {finding}"
+    assert f"FINDING: {finding}" in run.output, run.explain()

@@ -1,6 +1,8 @@
 """A component that ships a kustomize overlay instead of a chart (the training operator): rendered with
 the pinned kustomize into a chart the harness installs like any other, its CRDs in ``crds/``, its image a
-value; an overlay that is not what the lock says is refused, naming the field and what to do."""
+value; an overlay that is not what the lock says is refused, naming the field and what to do. A chart that
+lacks the component's own custom resources at its version (Trainer v2.1.0's runtimes) gets them from the
+module's kustomize folder, as that release's install applied them."""
 
 from __future__ import annotations
 
@@ -10,11 +12,16 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kbc import components as registry
 from kbc.cluster.charts._yaml import load_all
 from kbc.cluster.charts.kustomized import kustomized_chart
-from kbc.cluster.charts.source import kustomize_for, resolve_chart
+from kbc.cluster.charts.source import kustomize_for, render, resolve_chart
+from kbc.components.trainer import CLUSTER_TRAINING_RUNTIME, TORCH_DISTRIBUTED
 from kbc.errors import ChartError
+from kbc.supply.lock import load_lock
 from kbc.supply.pins import ChartsLock, Component, Image
+from kbc.supply.toolchain import Toolchain
+from tests.locks import lock_with
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +124,38 @@ def test_text_that_looks_like_a_go_template_stays_text(
     (overlay / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
     made = kustomized_chart(_component(charts_lock), overlay, kustomize, tmp_path / "chart")
     assert '{{ "{{" }} x }}' in (made / "templates" / "manifests.yaml").read_text()
+
+
+def test_a_trainer_whose_chart_lacks_its_runtimes_gets_them_from_its_module_after_the_first_install(
+    charts_lock: ChartsLock, tmp_path: Path
+) -> None:
+    old = load_lock(lock_with(charts_lock, tmp_path, "trainer", "2.1.0"))
+    trainer = old.components["trainer"]
+    kustomize = kustomize_for(trainer, old)
+    assert kustomize is not None
+    source = resolve_chart(trainer, "module", tmp_path / "work", old.components, kustomize)
+    assert "renders no ClusterTrainingRuntime: added from the module's manifests/base/runtimes" in source.note
+    helm = Toolchain(old).ensure(["helm"])["helm"]
+
+    def runtimes(*values: str) -> list[str]:
+        files = []
+        for number, text in enumerate(values):
+            files.append(tmp_path / f"values-{number}.yaml")
+            files[-1].write_text(text)
+        objects = render(helm, source, "trainer", trainer.namespace, files, tmp_path / "render.log")
+        return [o["metadata"]["name"] for o in objects if o["kind"] == CLUSTER_TRAINING_RUNTIME.kind]
+
+    assert TORCH_DISTRIBUTED in runtimes()
+    first = yaml.safe_dump(dict(registry.get("trainer").first_install))
+    assert runtimes(first) == [], "the first install must leave out what Trainer's own webhook admits"
+
+
+def test_the_pinned_trainer_s_chart_carries_its_runtimes_and_gets_nothing_added(
+    charts_lock: ChartsLock, tmp_path: Path
+) -> None:
+    trainer = charts_lock.components["trainer"]
+    source = resolve_chart(
+        trainer, "module", tmp_path, charts_lock.components, kustomize_for(trainer, charts_lock)
+    )
+    assert "manifests/base/runtimes" not in source.note
+    assert not (source.path / "templates" / "kbc-module-resources.yaml").exists()
