@@ -41,7 +41,12 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
     ),
     **{
         module: (frozenset({"kueue"}), "the platform twin's Kueue promises")
-        for module in ("platform/_load.py", "platform/_references.py", "platform/generate.py")
+        for module in (
+            "platform/_kind_promise.py",
+            "platform/_load.py",
+            "platform/_references.py",
+            "platform/generate.py",
+        )
     },
     **{
         module: (frozenset({"volcano"}), "the platform twin's Volcano promises")
@@ -51,6 +56,7 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
         module: (frozenset({"kueue", "volcano"}), "the platform twin's Kueue and Volcano promises")
         for module in ("platform/model.py", "platform/promises.py")
     },
+    "platform/_kinds.py": (frozenset({"trainer"}), "a TrainJob's field spec.trainer, which its probe fills"),
     "report/ai_evidence.py": (
         frozenset({"kueue", "jobset", "volcano", "trainer"}),
         "the AI Conformance evidence names the suites' scenarios by node id",

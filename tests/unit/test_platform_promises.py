@@ -15,6 +15,7 @@ from kbc.platform.promises import (
     BORROW,
     FAIR_SHARING,
     FLAVOR,
+    JOB_KIND,
     KINDS,
     LOCAL_QUEUE,
     NOMINAL,
@@ -67,13 +68,13 @@ def test_the_example_platform_makes_nineteen_promises_of_every_kueue_kind(exampl
     promises = derive(example)
     assert len(promises) == 19
     assert len({p.id for p in promises}) == 19, "ids are unique"
-    assert {p.kind for p in promises} == set(KINDS) - {VOLCANO_QUEUE, FAIR_SHARING, TOPOLOGY}, (
-        "no Volcano, no fair sharing"
+    assert {p.kind for p in promises} == set(KINDS) - {VOLCANO_QUEUE, FAIR_SHARING, TOPOLOGY, JOB_KIND}, (
+        "no Volcano, no fair sharing, no topology, no job kinds but Jobs"
     )
     counts = {
         kind: sum(p.kind == kind for p in promises)
         for kind in KINDS
-        if kind not in (VOLCANO_QUEUE, FAIR_SHARING, TOPOLOGY)
+        if kind not in (VOLCANO_QUEUE, FAIR_SHARING, TOPOLOGY, JOB_KIND)
     }
     assert counts == {
         LOCAL_QUEUE: 3,
