@@ -18,7 +18,14 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from kbc.errors import BuildPrerequisiteError, ModuleHashMismatchError, ToolMissingError, UnknownBinaryError
+from kbc.errors import (
+    BuildError,
+    BuildLanesError,
+    BuildPrerequisiteError,
+    ModuleHashMismatchError,
+    ToolMissingError,
+    UnknownBinaryError,
+)
 from kbc.supply import paths
 from kbc.supply.lock import load_lock
 from kbc.supply.pins import BinarySpec, GoBuild
@@ -293,3 +300,43 @@ def test_a_pinned_module_is_left_out_of_the_checksum_database_and_nothing_else()
     assert unpinned == {}
     toolchain = Toolchain(load_lock())
     assert toolchain._fingerprint(dataclasses.replace(build, sum="")) != toolchain._fingerprint(build)
+
+
+def test_modules_build_two_at_once_and_a_failure_stops_the_other_lane(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    lock = load_lock()
+    refused, slow = lock.tools["kind"].build.module, lock.tools["helm"].build.module
+    pidfile = tmp_path / "slow.pid"
+    fake = tmp_path / "go"
+    # kind's module is refused at once; helm's download never ends until it is stopped.
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in\n'
+        f'  *"{refused}@"*) echo \'{{"Error": "the proxy refused {refused}"}}\'; exit 1;;\n'
+        f'  *"{slow}@"*) echo $$ > {pidfile}; exec sleep 60;;\n'
+        "esac\nexit 2\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("KBC_GO", str(fake))
+    monkeypatch.setenv("KBC_BUILD_LANES", "2")
+    out = io.StringIO()
+    started = time.monotonic()
+    with pytest.raises(BuildError, match=f"the proxy refused {refused}"):
+        Toolchain(lock, out=out).ensure(["helm", "kind"])
+    assert "building 2 modules, 2 at once" in out.getvalue()
+    assert time.monotonic() - started < 30, "the failure stopped the slow lane instead of waiting it out"
+    deadline = time.monotonic() + 5
+    while not pidfile.is_file() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    slow_pid = int(pidfile.read_text())
+    assert (
+        not Path(f"/proc/{slow_pid}").exists() or "Z" in Path(f"/proc/{slow_pid}/stat").read_text().split()[2]
+    )
+
+
+def test_a_bad_number_of_lanes_names_the_variable(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBC_BUILD_LANES", "two")
+    monkeypatch.setenv("KBC_GO", "/nonexistent/go")
+    with pytest.raises(BuildLanesError, match="KBC_BUILD_LANES='two': give the number of modules"):
+        Toolchain(load_lock(), out=io.StringIO()).ensure(["helm", "kind"])
