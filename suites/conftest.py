@@ -7,6 +7,7 @@ import pytest
 from kbc import apis
 from kbc.dra import Device, devices, serves_dra
 from kbc.errors import ClusterError
+from kbc.gpu import allocatable_gpus, runs_processes
 from kbc.kube import Kube
 from kbc.kueue import Member, Preemption, QueueFactory, Queues
 from kbc.labels import DRA_CLASS, DRA_DRIVER, GPU
@@ -45,3 +46,15 @@ def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
             "borrower": Member({"cpu": "16", GPU: "2"}),
         }
     )
+
+
+@pytest.fixture
+def gpu_pods_run(kube: Kube) -> None:
+    """Skips, saying where it runs, unless some GPU node here runs its pods' processes (kind's workers, a
+    real cluster's nodes): kwok's fake nodes only mark pods Running, and no job's nodes can meet there."""
+    gpu = [n for n in kube.list(apis.NODE) if allocatable_gpus(n) > 0]
+    if gpu and not any(runs_processes(n) for n in gpu):
+        pytest.skip(
+            f"the {len(gpu)} GPU nodes here are kwok's fake nodes, whose pods run no process, so no "
+            "rendezvous can happen: run it where pods really run (--provider kind)"
+        )

@@ -6,8 +6,12 @@ training operator makes no pod. Admitted, Kueue writes the flavor's node selecto
 each replica's pod template and resumes it, and the operator makes every pod at once. Kueue's default
 configuration leaves its ``kubeflow.org/pytorchjob`` integration out; the harness turns it on, as a platform
 that runs PyTorchJobs must. The negative control shows what gang admission prevents: without Kueue, two
-PyTorchJobs contending for too few GPUs end each partly placed, for good, where a partly placed torch job
-hangs at its rendezvous.
+PyTorchJobs contending for too few GPUs end each partly placed, for good.
+
+Where pods really run (kind), the nodes run the toolbox's ``/bin/meet`` and meet over the network at the
+address the operator wired into them, as torchrun would: admitted whole, all of them meet and the job
+succeeds; placed in part without Kueue, the placed ones hang there. That proves the operator's wiring, not
+only its pods.
 """
 
 from __future__ import annotations
@@ -22,12 +26,25 @@ from kbc.components.trainingoperator import (
     hold_suspended,
     pytorch_job,
     wait_running,
+    wait_succeeded,
     wait_suspended,
 )
 from kbc.flavors import NO_SUCH_PRODUCT, gpu_products, node_products
 from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
-from kbc.jobs import ARRIVAL_GATE, Contenders, bound, describe_pods, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, condition, wait_for_list, wait_until_exists
+from kbc.jobs import (
+    ARRIVAL_GATE,
+    MEET,
+    Contenders,
+    bound,
+    describe_pods,
+    hold_deadlocked,
+    hold_placed_running,
+    met,
+    node_of,
+    pod_logs,
+    release_in_turn,
+)
+from kbc.kube import Kube, Obj, condition, is_true, wait_for_list, wait_until_exists
 from kbc.kueue import (
     QueueFactory,
     Queues,
@@ -259,12 +276,71 @@ def test_a_lender_reclaims_a_borrowing_pytorchjob_whole(
 JOBS = Contenders(JOB_NAME_LABEL, ("torch-a", "torch-b"), PODS, noun="PyTorchJobs")
 
 
+@pytest.mark.kueue
+@allure.story(
+    "where pods run, a PyTorchJob admitted whole by Kueue meets at the rendezvous its operator wires "
+    "(PET_MASTER_ADDR, PET_MASTER_PORT, PET_NNODES, PET_NODE_RANK): its 4 nodes meet and it succeeds"
+)
+def test_an_admitted_pytorchjob_s_nodes_meet_at_the_rendezvous_its_operator_wires(
+    kube: Kube, namespace: str, six_gpus: Queues, gpu_pods_run: None
+) -> None:
+    with allure.step(f"submit PyTorchJob meet (a master, {WORKERS} workers, 1 GPU each) running /bin/meet"):
+        created = kube.create(
+            pytorch_job("meet", workers=WORKERS, gpus=1, queue=six_gpus.local_queue, command=MEET),
+            namespace=namespace,
+        )
+        (workload,) = wait_workload_of(kube, namespace, created)
+        wait_admitted(kube, namespace, workload["metadata"]["name"])
+    with allure.step("its nodes meet at the address the operator wired, and the PyTorchJob succeeds"):
+        wait_succeeded(kube, namespace, "meet", timeout=timeouts.POD_START)
+        pods = kube.list(apis.POD, namespace=namespace, labels={JOB_NAME_LABEL: "meet"})
+        said = pod_logs(kube, namespace, pods)
+        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="node logs")
+        assert len(said) == PODS, f"the PyTorchJob keeps its {PODS} pods once it succeeded: {sorted(said)}"
+        # The operator's address is its master's Service, named after the job (replicaName in v1's envvar.go).
+        wired = [name for name, log in said.items() if "rendezvous at meet-master-0:" in log]
+        assert len(wired) == PODS, f"every node should be wired to meet-master-0; their logs: {said}"
+        missed = [name for name, log in said.items() if not met(log, PODS)]
+        assert not missed, f"every node should have met all {PODS}; these did not: {missed}; logs: {said}"
+
+
 @pytest.mark.serial
 @allure.story(
     "negative control without Kueue: two PyTorchJobs of a master and 3 workers on 6 free GPUs end each "
     "partly placed under the default scheduler (the deadlock)"
 )
 def test_without_kueue_two_pytorchjobs_on_six_gpus_end_partly_placed(kube: Kube, namespace: str) -> None:
+    partly_placed(kube, namespace)
+
+
+@pytest.mark.serial
+@allure.story(
+    "negative control without Kueue, where pods run: two PyTorchJobs partly placed on 6 free GPUs hang at "
+    "their rendezvous, no node of either meeting the others, for the whole window"
+)
+def test_without_kueue_partly_placed_pytorchjobs_hang_at_their_rendezvous(
+    kube: Kube, namespace: str, gpu_pods_run: None
+) -> None:
+    partly_placed(kube, namespace, command=MEET)
+    with allure.step("every placed node runs, and keeps running for the window: none ends"):
+        final = hold_placed_running(kube, namespace, JOBS)
+    with allure.step("every placed node is still waiting at the rendezvous: none met, neither job ended"):
+        placed = [p for p in final if node_of(p)]
+        said = pod_logs(kube, namespace, placed)
+        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="placed node logs")
+        for name, log in said.items():
+            assert "rendezvous at torch-" in log, f"{name} never started the rendezvous: {log!r}"
+            assert not met(log, PODS), f"{name} met its peers though its job is partly placed: {log!r}"
+        hosts = [name for name, log in said.items() if "rank 0 waiting for 3 peers" in log]
+        assert hosts, f"some placed master should be waiting for its {WORKERS} workers; logs: {said}"
+        for name in JOBS.names:
+            job = kube.get(PYTORCH_JOB, name, namespace)
+            assert not is_true(job, "Succeeded"), (name, job.get("status"))
+
+
+def partly_placed(kube: Kube, namespace: str, command: tuple[str, ...] = ()) -> list[Obj]:
+    """Two PyTorchJobs without a queue, their pods released to the default scheduler in turn onto one node
+    with 6 free GPUs, deadlocked for the window (each partly placed); the pods as they ended."""
     with allure.step("leave exactly 6 GPUs free on one GPU node"):
         filler = wait_gpus_left_free(kube, namespace, free=6)
     with allure.step("create PyTorchJobs A and B (4 pods, 1 GPU each, no queue), pods held at a gate"):
@@ -273,7 +349,12 @@ def test_without_kueue_two_pytorchjobs_on_six_gpus_end_partly_placed(kube: Kube,
         for name in JOBS.names:
             kube.create(
                 pytorch_job(
-                    name, workers=WORKERS, gpus=1, node_selector=filler.node.selector, gates=(ARRIVAL_GATE,)
+                    name,
+                    workers=WORKERS,
+                    gpus=1,
+                    node_selector=filler.node.selector,
+                    gates=(ARRIVAL_GATE,),
+                    command=command,
                 ),
                 namespace=namespace,
             )
@@ -286,3 +367,4 @@ def test_without_kueue_two_pytorchjobs_on_six_gpus_end_partly_placed(kube: Kube,
             cond = condition(pod, "PodScheduled") or {}
             assert cond.get("reason") == "Unschedulable", (pod["metadata"]["name"], cond)
             assert f"Insufficient {GPU}" in cond.get("message", ""), (pod["metadata"]["name"], cond)
+    return final

@@ -4,7 +4,12 @@ or not at all.
 Kueue's webhook suspends a TrainJob submitted to a LocalQueue; suspended, Trainer keeps its JobSet
 suspended and no pod of any node exists. Admitted, Kueue resumes it and Trainer's JobSet makes every node's
 pod at once. The negative control shows what that prevents: without Kueue, two TrainJobs contending for
-too few GPUs end each partly placed, for good, where a partly placed torch job hangs at its rendezvous.
+too few GPUs end each partly placed, for good.
+
+Where pods really run (kind), the nodes run the toolbox's ``/bin/meet`` and meet over the network at the
+address Trainer's torch plugin wired into them, as torchrun would: admitted whole, all of them meet and the
+TrainJob completes; placed in part without Kueue, the placed ones hang there. That proves Trainer's wiring,
+not only its pods.
 """
 
 from __future__ import annotations
@@ -20,13 +25,26 @@ from kbc.components.trainer import (
     hold_suspended,
     runtime_patch,
     train_job,
+    wait_complete,
     wait_nodes_running,
     wait_suspended,
 )
 from kbc.flavors import NO_SUCH_PRODUCT, gpu_products, node_products
 from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
-from kbc.jobs import ARRIVAL_GATE, Contenders, bound, describe_pods, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, condition, wait_for_list, wait_until_exists
+from kbc.jobs import (
+    ARRIVAL_GATE,
+    MEET,
+    Contenders,
+    bound,
+    describe_pods,
+    hold_deadlocked,
+    hold_placed_running,
+    met,
+    node_of,
+    pod_logs,
+    release_in_turn,
+)
+from kbc.kube import Kube, Obj, condition, is_true, wait_for_list, wait_until_exists
 from kbc.kueue import (
     QueueFactory,
     Queues,
@@ -265,6 +283,36 @@ def test_a_lender_reclaims_a_borrowing_trainjob_whole(
 JOBS = Contenders(JOBSET_NAME_LABEL, ("train-a", "train-b"), NODES, noun="TrainJobs")
 
 
+@pytest.mark.kueue
+@pytest.mark.jobset
+@allure.story(
+    "where pods run, a 4-node TrainJob admitted whole by Kueue meets at the rendezvous Trainer's torch "
+    "plugin wires (PET_MASTER_ADDR, PET_MASTER_PORT, PET_NNODES, PET_NODE_RANK): its nodes meet and it "
+    "completes"
+)
+def test_an_admitted_trainjob_s_nodes_meet_at_the_rendezvous_trainer_wires(
+    kube: Kube, namespace: str, six_gpus: Queues, gpu_pods_run: None
+) -> None:
+    with allure.step(f"submit TrainJob meet ({NODES} nodes, 1 GPU each) running /bin/meet"):
+        created = kube.create(
+            train_job("meet", nodes=NODES, gpus=1, queue=six_gpus.local_queue, command=MEET),
+            namespace=namespace,
+        )
+        (workload,) = wait_workload_of(kube, namespace, created)
+        wait_admitted(kube, namespace, workload["metadata"]["name"])
+    with allure.step("its nodes meet at the address Trainer wired, and the TrainJob completes"):
+        wait_complete(kube, namespace, "meet", timeout=timeouts.POD_START)
+        pods = kube.list(apis.POD, namespace=namespace, labels={JOBSET_NAME_LABEL: "meet"})
+        said = pod_logs(kube, namespace, pods)
+        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="node logs")
+        assert len(said) == NODES, f"the JobSet keeps its {NODES} pods once complete: {sorted(said)}"
+        # Trainer's address is node 0's pod under the JobSet's headless Service (its torch plugin).
+        wired = [name for name, log in said.items() if "rendezvous at meet-node-0-0.meet:" in log]
+        assert len(wired) == NODES, f"every node should be wired to meet-node-0-0.meet; their logs: {said}"
+        missed = [name for name, log in said.items() if not met(log, NODES)]
+        assert not missed, f"every node should have met all {NODES}; these did not: {missed}; logs: {said}"
+
+
 @pytest.mark.serial
 @pytest.mark.jobset
 @allure.story(
@@ -272,6 +320,38 @@ JOBS = Contenders(JOBSET_NAME_LABEL, ("train-a", "train-b"), NODES, noun="TrainJ
     "default scheduler (the deadlock)"
 )
 def test_without_kueue_two_trainjobs_on_six_gpus_end_partly_placed(kube: Kube, namespace: str) -> None:
+    partly_placed(kube, namespace)
+
+
+@pytest.mark.serial
+@pytest.mark.jobset
+@allure.story(
+    "negative control without Kueue, where pods run: two 4-node TrainJobs partly placed on 6 free GPUs hang "
+    "at their rendezvous, no node of either meeting the others, for the whole window"
+)
+def test_without_kueue_partly_placed_trainjobs_hang_at_their_rendezvous(
+    kube: Kube, namespace: str, gpu_pods_run: None
+) -> None:
+    partly_placed(kube, namespace, command=MEET)
+    with allure.step("every placed node runs, and keeps running for the window: none ends"):
+        final = hold_placed_running(kube, namespace, JOBS)
+    with allure.step("every placed node is still waiting at the rendezvous: none met, neither job ended"):
+        placed = [p for p in final if node_of(p)]
+        said = pod_logs(kube, namespace, placed)
+        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="placed node logs")
+        for name, log in said.items():
+            assert "rendezvous at train-" in log, f"{name} never started the rendezvous: {log!r}"
+            assert not met(log, NODES), f"{name} met its peers though its job is partly placed: {log!r}"
+        hosts = [name for name, log in said.items() if f"rank 0 waiting for {NODES - 1} peers" in log]
+        assert hosts, f"some placed node 0 should be waiting for its {NODES - 1} peers; logs: {said}"
+        for name in JOBS.names:
+            job = kube.get(TRAIN_JOB, name, namespace)
+            assert not is_true(job, "Complete"), (name, job.get("status"))
+
+
+def partly_placed(kube: Kube, namespace: str, command: tuple[str, ...] = ()) -> list[Obj]:
+    """Two TrainJobs without a queue, their pods released to the default scheduler in turn onto one node
+    with 6 free GPUs, deadlocked for the window (each partly placed); the pods as they ended."""
     with allure.step("leave exactly 6 GPUs free on one GPU node"):
         filler = wait_gpus_left_free(kube, namespace, free=6)
     with allure.step("create TrainJobs A and B (4 nodes, 1 GPU each, no queue), pods held at a gate"):
@@ -280,7 +360,12 @@ def test_without_kueue_two_trainjobs_on_six_gpus_end_partly_placed(kube: Kube, n
         for name in JOBS.names:
             kube.create(
                 train_job(
-                    name, nodes=NODES, gpus=1, node_selector=filler.node.selector, gates=(ARRIVAL_GATE,)
+                    name,
+                    nodes=NODES,
+                    gpus=1,
+                    node_selector=filler.node.selector,
+                    gates=(ARRIVAL_GATE,),
+                    command=command,
                 ),
                 namespace=namespace,
             )
@@ -293,3 +378,4 @@ def test_without_kueue_two_trainjobs_on_six_gpus_end_partly_placed(kube: Kube, n
             cond = condition(pod, "PodScheduled") or {}
             assert cond.get("reason") == "Unschedulable", (pod["metadata"]["name"], cond)
             assert f"Insufficient {GPU}" in cond.get("message", ""), (pod["metadata"]["name"], cond)
+    return final

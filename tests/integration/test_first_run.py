@@ -33,7 +33,7 @@ from kbc.supply.lock import load_lock
 from kbc.supply.oci import parse_mirrors
 from kbc.supply.toolchain import Toolchain
 from tests.integration.commands import REPO, run_bounded
-from tests.integration.test_kind import SCENARIOS, assert_nothing_left, containers_of, docker
+from tests.integration.kind_runs import SCENARIOS, assert_nothing_left, containers_of, docker
 
 pytestmark = pytest.mark.cluster
 

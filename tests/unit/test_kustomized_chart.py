@@ -13,11 +13,14 @@ import pytest
 import yaml
 
 from kbc import components as registry
+from kbc.cluster.charts import kustomized
 from kbc.cluster.charts._yaml import load_all
 from kbc.cluster.charts.kustomized import kustomized_chart
+from kbc.cluster.charts.package import package_chart
 from kbc.cluster.charts.source import kustomize_for, render, resolve_chart
 from kbc.components.trainer import CLUSTER_TRAINING_RUNTIME, TORCH_DISTRIBUTED
 from kbc.errors import ChartError
+from kbc.labels import INIT_IMAGE
 from kbc.supply.lock import load_lock
 from kbc.supply.pins import ChartsLock, Component, Image
 from kbc.supply.toolchain import Toolchain
@@ -46,7 +49,32 @@ def test_the_training_operator_s_overlay_becomes_a_chart_of_the_pinned_name_and_
     template = (source.path / "templates" / "manifests.yaml").read_text()
     assert ".Values.image.repository" in template and "kind: Namespace" not in template
     values = yaml.safe_load((source.path / "values.yaml").read_text())
-    assert values == {"image": {"repository": operator.images[0].repository, "tag": operator.app_version}}
+    assert values == {
+        "image": {"repository": operator.images[0].repository, "tag": operator.app_version},
+        "extraArgs": [],
+    }
+
+
+def test_the_training_operator_takes_its_kind_arguments_as_a_value_and_none_elsewhere(
+    charts_lock: ChartsLock, kustomize: Path, tmp_path: Path
+) -> None:
+    operator = charts_lock.components["trainingoperator"]
+    source = resolve_chart(operator, "module", tmp_path / "work", charts_lock.components, kustomize)
+    helm = Toolchain(charts_lock).ensure(["helm"])["helm"]
+
+    def args(*values: str) -> list[list[str]]:
+        files = []
+        for number, text in enumerate(values):
+            files.append(tmp_path / f"values-{number}.yaml")
+            files[-1].write_text(text)
+        objects = render(helm, source, "trainingoperator", operator.namespace, files, tmp_path / "render.log")
+        deployments = [o for o in objects if o["kind"] == "Deployment"]
+        return [c.get("args") for d in deployments for c in d["spec"]["template"]["spec"]["containers"]]
+
+    assert args() == [[]], "upstream gives the controller no arguments"
+    kind = yaml.safe_dump(dict(registry.get("trainingoperator").kind_values))
+    (flag,) = args(kind)[0]
+    assert flag == f"--pytorch-init-container-image={INIT_IMAGE}", flag
 
 
 def test_a_chart_component_needs_no_kustomize(charts_lock: ChartsLock) -> None:
@@ -159,3 +187,20 @@ def test_the_pinned_trainer_s_chart_carries_its_runtimes_and_gets_nothing_added(
     )
     assert "manifests/base/runtimes" not in source.note
     assert not (source.path / "templates" / "kbc-module-resources.yaml").exists()
+
+
+def test_a_chart_the_harness_renders_differently_is_packaged_again(
+    charts_lock: ChartsLock, kustomize: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The packaged chart is cached by what it holds: a harness that lays out the same overlay differently
+    (a new value) never installs the archive an older harness packaged."""
+    monkeypatch.setenv("KBC_CACHE_DIR", str(tmp_path / "cache"))
+    operator = charts_lock.components["trainingoperator"]
+    helm = Toolchain(charts_lock).ensure(["helm"])["helm"]
+    first = package_chart(operator, helm, charts_lock.components, kustomize)
+    assert package_chart(operator, helm, charts_lock.components, kustomize) == first, (
+        "the same chart is reused"
+    )
+    monkeypatch.setattr(kustomized, "_ARGS_TEMPLATE", "{{ list | toJson }}")
+    second = package_chart(operator, helm, charts_lock.components, kustomize)
+    assert second != first and first.is_file() and second.is_file()

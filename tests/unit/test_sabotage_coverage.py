@@ -74,7 +74,7 @@ def test_every_sabotage_plugin_is_used_by_a_test(plugin: str) -> None:
         return  # tests/integration/test_sabotages.py runs it
     used = [
         p.name
-        for p in (ROOT / "tests" / "integration").glob("test_*.py")
+        for p in (ROOT / "tests" / "integration").glob("*.py")
         if f'"{plugin}"' in p.read_text() or f"tests.sabotage.{plugin}" in p.read_text()
     ]
     assert used, f"tests/sabotage/{plugin}.py is loaded by no test: remove it or use it"
