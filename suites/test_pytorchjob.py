@@ -38,10 +38,7 @@ from kbc.jobs import (
     bound,
     describe_pods,
     hold_deadlocked,
-    hold_placed_running,
-    met,
     node_of,
-    pod_logs,
     release_in_turn,
 )
 from kbc.kube import Kube, Obj, condition, is_true, wait_for_list, wait_until_exists
@@ -58,6 +55,7 @@ from kbc.kueue import (
 from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.workloads import GPU_TOLERATION
+from suites._rendezvous import check_all_met, check_all_waiting
 
 pytestmark = [
     pytest.mark.pytorchjob,
@@ -294,14 +292,8 @@ def test_an_admitted_pytorchjob_s_nodes_meet_at_the_rendezvous_its_operator_wire
     with allure.step("its nodes meet at the address the operator wired, and the PyTorchJob succeeds"):
         wait_succeeded(kube, namespace, "meet", timeout=timeouts.POD_START)
         pods = kube.list(apis.POD, namespace=namespace, labels={JOB_NAME_LABEL: "meet"})
-        said = pod_logs(kube, namespace, pods)
-        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="node logs")
-        assert len(said) == PODS, f"the PyTorchJob keeps its {PODS} pods once it succeeded: {sorted(said)}"
         # The operator's address is its master's Service, named after the job (replicaName in v1's envvar.go).
-        wired = [name for name, log in said.items() if "rendezvous at meet-master-0:" in log]
-        assert len(wired) == PODS, f"every node should be wired to meet-master-0; their logs: {said}"
-        missed = [name for name, log in said.items() if not met(log, PODS)]
-        assert not missed, f"every node should have met all {PODS}; these did not: {missed}; logs: {said}"
+        check_all_met(kube, namespace, pods, PODS, "meet-master-0:")
 
 
 @pytest.mark.serial
@@ -321,18 +313,9 @@ def test_without_kueue_two_pytorchjobs_on_six_gpus_end_partly_placed(kube: Kube,
 def test_without_kueue_partly_placed_pytorchjobs_hang_at_their_rendezvous(
     kube: Kube, namespace: str, gpu_pods_run: None
 ) -> None:
-    partly_placed(kube, namespace, command=MEET)
-    with allure.step("every placed node runs, and keeps running for the window: none ends"):
-        final = hold_placed_running(kube, namespace, JOBS)
+    final = partly_placed(kube, namespace, command=MEET)
     with allure.step("every placed node is still waiting at the rendezvous: none met, neither job ended"):
-        placed = [p for p in final if node_of(p)]
-        said = pod_logs(kube, namespace, placed)
-        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="placed node logs")
-        for name, log in said.items():
-            assert "rendezvous at torch-" in log, f"{name} never started the rendezvous: {log!r}"
-            assert not met(log, PODS), f"{name} met its peers though its job is partly placed: {log!r}"
-        hosts = [name for name, log in said.items() if "rank 0 waiting for 3 peers" in log]
-        assert hosts, f"some placed master should be waiting for its {WORKERS} workers; logs: {said}"
+        check_all_waiting(kube, namespace, [p for p in final if node_of(p)], PODS, "torch-")
         for name in JOBS.names:
             job = kube.get(PYTORCH_JOB, name, namespace)
             assert not is_true(job, "Succeeded"), (name, job.get("status"))
@@ -361,7 +344,7 @@ def partly_placed(kube: Kube, namespace: str, command: tuple[str, ...] = ()) -> 
     with allure.step("release the pods to the default scheduler in turn: A1, B1, A2, B2, ..."):
         release_in_turn(kube, namespace, JOBS, made_by="the training operator")
     with allure.step("both PyTorchJobs are partially placed, and stay so for the consistency window"):
-        final = hold_deadlocked(kube, namespace, JOBS)
+        final = hold_deadlocked(kube, namespace, JOBS, running=bool(command))
     with allure.step("the scheduler says the unplaced pods are Unschedulable for want of GPUs"):
         for pod in (p for p in final if not node_of(p)):
             cond = condition(pod, "PodScheduled") or {}

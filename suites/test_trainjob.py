@@ -38,10 +38,7 @@ from kbc.jobs import (
     bound,
     describe_pods,
     hold_deadlocked,
-    hold_placed_running,
-    met,
     node_of,
-    pod_logs,
     release_in_turn,
 )
 from kbc.kube import Kube, Obj, condition, is_true, wait_for_list, wait_until_exists
@@ -58,6 +55,7 @@ from kbc.kueue import (
 from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.workloads import GPU_TOLERATION
+from suites._rendezvous import check_all_met, check_all_waiting
 
 pytestmark = [
     pytest.mark.trainjob,
@@ -303,14 +301,8 @@ def test_an_admitted_trainjob_s_nodes_meet_at_the_rendezvous_trainer_wires(
     with allure.step("its nodes meet at the address Trainer wired, and the TrainJob completes"):
         wait_complete(kube, namespace, "meet", timeout=timeouts.POD_START)
         pods = kube.list(apis.POD, namespace=namespace, labels={JOBSET_NAME_LABEL: "meet"})
-        said = pod_logs(kube, namespace, pods)
-        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="node logs")
-        assert len(said) == NODES, f"the JobSet keeps its {NODES} pods once complete: {sorted(said)}"
         # Trainer's address is node 0's pod under the JobSet's headless Service (its torch plugin).
-        wired = [name for name, log in said.items() if "rendezvous at meet-node-0-0.meet:" in log]
-        assert len(wired) == NODES, f"every node should be wired to meet-node-0-0.meet; their logs: {said}"
-        missed = [name for name, log in said.items() if not met(log, NODES)]
-        assert not missed, f"every node should have met all {NODES}; these did not: {missed}; logs: {said}"
+        check_all_met(kube, namespace, pods, NODES, "meet-node-0-0.meet:")
 
 
 @pytest.mark.serial
@@ -332,18 +324,9 @@ def test_without_kueue_two_trainjobs_on_six_gpus_end_partly_placed(kube: Kube, n
 def test_without_kueue_partly_placed_trainjobs_hang_at_their_rendezvous(
     kube: Kube, namespace: str, gpu_pods_run: None
 ) -> None:
-    partly_placed(kube, namespace, command=MEET)
-    with allure.step("every placed node runs, and keeps running for the window: none ends"):
-        final = hold_placed_running(kube, namespace, JOBS)
+    final = partly_placed(kube, namespace, command=MEET)
     with allure.step("every placed node is still waiting at the rendezvous: none met, neither job ended"):
-        placed = [p for p in final if node_of(p)]
-        said = pod_logs(kube, namespace, placed)
-        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="placed node logs")
-        for name, log in said.items():
-            assert "rendezvous at train-" in log, f"{name} never started the rendezvous: {log!r}"
-            assert not met(log, NODES), f"{name} met its peers though its job is partly placed: {log!r}"
-        hosts = [name for name, log in said.items() if f"rank 0 waiting for {NODES - 1} peers" in log]
-        assert hosts, f"some placed node 0 should be waiting for its {NODES - 1} peers; logs: {said}"
+        check_all_waiting(kube, namespace, [p for p in final if node_of(p)], NODES, "train-")
         for name in JOBS.names:
             job = kube.get(TRAIN_JOB, name, namespace)
             assert not is_true(job, "Complete"), (name, job.get("status"))
@@ -372,7 +355,7 @@ def partly_placed(kube: Kube, namespace: str, command: tuple[str, ...] = ()) -> 
     with allure.step("release the pods to the default scheduler in turn: A1, B1, A2, B2, ..."):
         release_in_turn(kube, namespace, JOBS, made_by="the TrainJobs' JobSets")
     with allure.step("both TrainJobs are partially placed, and stay so for the consistency window"):
-        final = hold_deadlocked(kube, namespace, JOBS)
+        final = hold_deadlocked(kube, namespace, JOBS, running=bool(command))
     with allure.step("the scheduler says the unplaced pods are Unschedulable for want of GPUs"):
         for pod in (p for p in final if not node_of(p)):
             cond = condition(pod, "PodScheduled") or {}

@@ -337,17 +337,7 @@ def test_the_dra_driver_scenario_fails_with_each_sabotage_on_kind(
 ) -> None:
     """Each half of the scenario the dra-example-driver passes on kind, broken there: it must fail."""
     assert kind_cluster.returncode == 0, kind_cluster.stderr
-    run = run_pytest(
-        [DRA_PREPARED, *BUILD],
-        ["--cluster-name", CLUSTER, "--timeout-scale", "0.5"],
-        sabotage=sabotage,
-        timeout=600,
-        env=docker_env,
-    )
-    assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
-    (failure,) = run.failures
-    missing = [text for text in DRA_SABOTAGES[sabotage] if text not in failure]
-    assert not missing, f"the failure does not explain itself with {missing}:\n{failure}"
+    fails_on_kind(DRA_PREPARED, sabotage, DRA_SABOTAGES[sabotage], "0.5", docker_env)
 
 
 def test_training_jobs_meet_at_the_rendezvous_their_operators_wire_on_kind(
@@ -379,12 +369,18 @@ def test_each_rendezvous_scenario_fails_with_its_sabotage_on_kind(
 ) -> None:
     assert kind_cluster.returncode == 0, kind_cluster.stderr
     sabotage, because = RENDEZVOUS_SABOTAGES[scenario]
+    fails_on_kind(scenario, sabotage, because, "0.25", docker_env)
+
+
+def fails_on_kind(scenario: str, sabotage: str, because: list[str], scale: str, env: dict[str, str]) -> None:
+    """*scenario* run on the module's kind cluster with *sabotage* (its waits scaled by *scale*) fails, and
+    its failure says every text of *because*."""
     run = run_pytest(
         [scenario, *BUILD],
-        ["--cluster-name", CLUSTER, "--timeout-scale", "0.25"],
+        ["--cluster-name", CLUSTER, "--timeout-scale", scale],
         sabotage=sabotage,
         timeout=600,
-        env=docker_env,
+        env=env,
     )
     assert run.outcomes == {"passed": 0, "failed": 1, "errors": 0, "skipped": 0}, run.explain()
     (failure,) = run.failures
