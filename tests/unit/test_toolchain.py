@@ -309,11 +309,14 @@ def test_modules_build_two_at_once_and_a_failure_stops_the_other_lane(
     refused, slow = lock.tools["kind"].build.module, lock.tools["helm"].build.module
     pidfile = tmp_path / "slow.pid"
     fake = tmp_path / "go"
-    # kind's module is refused at once; helm's download never ends until it is stopped.
+    # kind's module is refused as soon as helm's download runs (at most 10 s on: were the two not built at
+    # once, it would be refused alone); helm's download never ends until it is stopped.
     fake.write_text(
         "#!/bin/sh\n"
         f'case "$*" in\n'
-        f'  *"{refused}@"*) echo \'{{"Error": "the proxy refused {refused}"}}\'; exit 1;;\n'
+        f'  *"{refused}@"*) i=0\n'
+        f"    while [ ! -s {pidfile} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n"
+        f'    echo \'{{"Error": "the proxy refused {refused}"}}\'; exit 1;;\n'
         f'  *"{slow}@"*) echo $$ > {pidfile}; exec sleep 60;;\n'
         "esac\nexit 2\n"
     )
