@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -154,7 +155,7 @@ def test_text_that_looks_like_a_go_template_stays_text(
     assert '{{ "{{" }} x }}' in (made / "templates" / "manifests.yaml").read_text()
 
 
-def test_a_trainer_whose_chart_lacks_its_runtimes_gets_them_from_its_module_after_the_first_install(
+def test_a_trainer_whose_chart_lacks_its_runtimes_gets_them_from_its_module_in_both_installs(
     charts_lock: ChartsLock, tmp_path: Path
 ) -> None:
     old = load_lock(lock_with(charts_lock, tmp_path, "trainer", "2.1.0"))
@@ -165,17 +166,32 @@ def test_a_trainer_whose_chart_lacks_its_runtimes_gets_them_from_its_module_afte
     assert "renders no ClusterTrainingRuntime: added from the module's manifests/base/runtimes" in source.note
     helm = Toolchain(old).ensure(["helm"])["helm"]
 
-    def runtimes(*values: str) -> list[str]:
+    def rendered(*values: str) -> list[dict[str, Any]]:
         files = []
         for number, text in enumerate(values):
             files.append(tmp_path / f"values-{number}.yaml")
             files[-1].write_text(text)
-        objects = render(helm, source, "trainer", trainer.namespace, files, tmp_path / "render.log")
+        return render(helm, source, "trainer", trainer.namespace, files, tmp_path / "render.log")
+
+    def runtimes(objects: list[dict[str, Any]]) -> list[str]:
         return [o["metadata"]["name"] for o in objects if o["kind"] == CLUSTER_TRAINING_RUNTIME.kind]
 
-    assert TORCH_DISTRIBUTED in runtimes()
-    first = yaml.safe_dump(dict(registry.get("trainer").first_install))
-    assert runtimes(first) == [], "the first install must leave out what Trainer's own webhook admits"
+    def policies(objects: list[dict[str, Any]]) -> set[str]:
+        """Trainer's validating webhooks' failure policies (the API server's default is Fail); not those of
+        the JobSet its chart may carry."""
+        validating = [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration"]
+        hooks = [w for o in validating for w in o["webhooks"] if w["name"].endswith(".trainer.kubeflow.org")]
+        return {w.get("failurePolicy", "Fail") for w in hooks}
+
+    full = rendered()
+    first = rendered(yaml.safe_dump(dict(registry.get("trainer").first_install)))
+    assert TORCH_DISTRIBUTED in runtimes(full) and runtimes(first) == runtimes(full), (
+        "both installs carry the runtimes: the second adds no object that Trainer's webhook must admit"
+    )
+    assert policies(full) == {"Fail"} and policies(first) == {"Ignore"}, (
+        "the first install, before Trainer's pod answers, ignores its validating webhooks' failures; the "
+        "second is upstream's"
+    )
 
 
 def test_the_pinned_trainer_s_chart_carries_its_runtimes_and_gets_nothing_added(
