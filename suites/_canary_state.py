@@ -4,7 +4,7 @@ the operators whose jobs Kueue admits), and what the canary reads back of it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -14,7 +14,7 @@ import pytest
 from kbc import apis, timeouts
 from kbc.apis import Kind
 from kbc.components.kuberay import GROUP as RAY_GROUP
-from kbc.components.kuberay import RAY_JOB, ray_job, wait_submitter_running
+from kbc.components.kuberay import RAY_JOB, RayRuntime, ray_job, wait_submitter_running
 from kbc.components.kuberay import wait_running as wait_ray_cluster_running
 from kbc.components.lws import GROUP as LWS_GROUP
 from kbc.components.lws import LEADER_WORKER_SET, leader_worker_set, wait_group_running
@@ -72,8 +72,9 @@ class OperatorState:
     """Kueue's integration for its jobs (``integrations.frameworks``)."""
     name: str
     step: str
-    make: Callable[[str, str], Obj]
-    """Its manifest of the given name, submitted to the given LocalQueue."""
+    make: Callable[[str, str, Mapping[str, str]], Obj]
+    """Its manifest of the given name, submitted to the given LocalQueue, given the workload images that run
+    here (none on kwok's nodes: ``running_images``)."""
     running: Callable[[Kube, str, str], object]
     """Its pods, of the job of the given name, running."""
 
@@ -91,7 +92,7 @@ OPERATOR_STATES = (
         "leaderworkerset.x-k8s.io/leaderworkerset",
         "serving",
         "a LeaderWorkerSet's 2-pod group admitted on CPU quota and running",
-        lambda name, queue: leader_worker_set(name, size=2, cpu="100m", queue=queue),
+        lambda name, queue, _: leader_worker_set(name, size=2, cpu="100m", queue=queue),
         lambda kube, namespace, name: wait_group_running(kube, namespace, name, 2),
     ),
     OperatorState(
@@ -102,7 +103,7 @@ OPERATOR_STATES = (
         "trainer.kubeflow.org/trainjob",
         "training",
         "a 2-node TrainJob admitted on CPU quota and running",
-        lambda name, queue: train_job(name, nodes=2, cpu="100m", queue=queue),
+        lambda name, queue, _: train_job(name, nodes=2, cpu="100m", queue=queue),
         lambda kube, namespace, name: wait_nodes_running(kube, namespace, name, 2),
     ),
     OperatorState(
@@ -113,7 +114,7 @@ OPERATOR_STATES = (
         "kubeflow.org/pytorchjob",
         "torch",
         "a PyTorchJob of a master and a worker admitted on CPU quota and running",
-        lambda name, queue: pytorch_job(name, workers=1, cpu="100m", queue=queue),
+        lambda name, queue, _: pytorch_job(name, workers=1, cpu="100m", queue=queue),
         lambda kube, namespace, name: wait_running(kube, namespace, name, 2),
     ),
     OperatorState(
@@ -124,7 +125,10 @@ OPERATOR_STATES = (
         "ray.io/rayjob",
         "ray",
         "a RayJob of a head and a worker admitted on CPU quota, its cluster and its submitter running",
-        lambda name, queue: ray_job(name, workers=1, cpu="100m", queue=queue),
+        # Where pods run, they run Ray: the submitter runs only once the head's Ray answers.
+        lambda name, queue, images: ray_job(
+            name, workers=1, cpu="100m", queue=queue, runtime=RayRuntime.of(images["ray"]) if images else None
+        ),
         lambda kube, namespace, name: (
             wait_ray_cluster_running(kube, namespace, name, 2),
             wait_submitter_running(kube, namespace, name),
@@ -139,8 +143,10 @@ def make_operator_states(
     queue: str,
     logs: Callable[[], dict[str, str] | None],
     finding: Callable[[str], None],
+    images: Mapping[str, str],
 ) -> tuple[list[OperatorState], list[OperatorState]]:
-    """Each operator's job, admitted by Kueue from *queue* and running, where the operator is installed;
+    """Each operator's job, admitted by Kueue from *queue* and running (on the workload *images* that run
+    here), where the operator is installed;
     the report says which are not. Returns the states made, and the kinds the old pins admit but never
     start: each is a component *finding* (in Kueue's words, from its *logs*), its job removed, and the
     canary goes on without it (the new pins must still run one: :func:`still_managed`)."""
@@ -155,7 +161,7 @@ def make_operator_states(
             )
             continue
         with allure.step(f"make state: {state.step}"):
-            created = kube.create(state.make(state.name, queue), namespace=namespace)
+            created = kube.create(state.make(state.name, queue, images), namespace=namespace)
             names = [w["metadata"]["name"] for w in wait_workload_of(kube, namespace, created)]
             wait_admitted(kube, namespace, *names)
             try:
@@ -191,11 +197,13 @@ def _never_started(state: OperatorState, workloads: list[str], exc: WaitTimeout,
     )
 
 
-def still_managed(kube: Kube, namespace: str, queue: str, state: OperatorState) -> None:
+def still_managed(
+    kube: Kube, namespace: str, queue: str, state: OperatorState, images: Mapping[str, str]
+) -> None:
     """A new job of *state*'s kind on *queue* gets a Workload of the new Kueue, is admitted and runs; where
     Kueue no longer makes it a Workload, fails naming the integration the new configuration lacks."""
     name = f"{state.name}-after"
-    created = kube.create(state.make(name, queue), namespace=namespace)
+    created = kube.create(state.make(name, queue, images), namespace=namespace)
     try:
         found = wait_workload_of(kube, namespace, created)
     except WaitTimeout as exc:

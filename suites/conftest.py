@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbc import apis
+from kbc.components.kuberay import RayRuntime
 from kbc.dra import Device, devices, serves_dra
 from kbc.errors import ClusterError
 from kbc.gpu import allocatable_gpus, runs_processes
@@ -34,6 +35,22 @@ def offered(kube: Kube) -> list[Device]:
             f"device.driver == '{DRA_DRIVER}')"
         )
     return found
+
+
+@pytest.fixture
+def running_images(kube: Kube, workload_images: dict[str, str]) -> dict[str, str]:
+    """The workload images by the lock's name (``ray``) where the GPU nodes run their pods' processes (kind,
+    a real cluster); none on kwok's fake nodes, where a pod's image never runs and the toolbox stands in."""
+    gpu = [n for n in kube.list(apis.NODE) if allocatable_gpus(n) > 0]
+    return dict(workload_images) if any(runs_processes(n) for n in gpu) else {}
+
+
+@pytest.fixture
+def ray_runtime(running_images: dict[str, str]) -> RayRuntime | None:
+    """The pinned Ray (the lock's ``testImages.ray`` or ``--image ray=REF``) where pods run, which KubeRay's
+    pods then run (the head's and workers' ``ray start``, the submitter's ``ray job submit``); None on
+    kwok's nodes, which run no container."""
+    return RayRuntime.of(running_images["ray"]) if "ray" in running_images else None
 
 
 @pytest.fixture

@@ -7,10 +7,12 @@ workers' and the submitter's pod templates and resumes it, and KubeRay makes the
 The negative control shows what that prevents: without Kueue, two RayJobs contending for too few GPUs end
 each with part of their workers placed, for good, where a Ray job waiting for its workers never starts.
 
-What fake nodes cannot show is a Ray runtime (the pods run the harness's toolbox): the RayJobs stay
-``Running`` once their clusters are up, and Kueue's ``waitForPodsReady`` for a RayJob waits on a cluster
-status KubeRay copies only after it reached the head's dashboard, so it is not proven here
-(``kbc.components.kuberay``).
+Where pods run (kind), they run Ray, from the image the harness builds of PyPI's wheels: an admitted
+RayJob's workers join its head and run a GPU task each, and the job succeeds; partly placed without Kueue,
+no cluster gets ready and KubeRay never submits the job. On kwok's nodes no Ray runs (the pods are the
+toolbox's): those two skip, the RayJobs stay ``Running`` once their clusters are up, and the readiness that
+Kueue's ``waitForPodsReady`` waits for (a cluster status KubeRay copies from the head's dashboard) is
+checked only where Ray runs (``kbc.components.kuberay``).
 """
 
 from __future__ import annotations
@@ -22,25 +24,44 @@ from kbc import apis, timeouts
 from kbc.components.kuberay import (
     JOB_LABEL,
     NODE_TYPE_LABEL,
+    RAY_CLUSTER,
     RAY_JOB,
+    RayRuntime,
     hold_suspended,
+    joined,
+    joins,
+    ran_gpu_tasks_on,
     ray_job,
+    submitter_pods,
     wait_running,
+    wait_succeeded,
     wait_suspended,
 )
-from kbc.flavors import gpu_products, node_products
-from kbc.gpu import allocatable_gpus, has_gpu_toleration, runs_processes, wait_gpus_left_free
-from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
-from kbc.kube import Kube, condition, wait_until_exists
+from kbc.flavors import NO_SUCH_PRODUCT, gpu_products, node_products
+from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
+from kbc.jobs import (
+    ARRIVAL_GATE,
+    Contenders,
+    bound,
+    describe_pods,
+    hold_deadlocked,
+    node_of,
+    pod_logs,
+    release_in_turn,
+)
+from kbc.kube import Kube, Obj, condition, is_true, wait_for_list, wait_until_exists
 from kbc.kueue import (
     QueueFactory,
     Queues,
     wait_admitted,
+    wait_evicted_at_pods_ready_timeout,
+    wait_finished,
     wait_pending,
     wait_preempted,
     wait_usage,
     wait_workload_of,
 )
+from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.workloads import GPU_TOLERATION
 
@@ -58,19 +79,14 @@ CLUSTER_PODS = WORKERS + 1
 
 
 @pytest.fixture
-def ray_runs_or_is_faked(kube: Kube) -> None:
-    """Skips where the GPU nodes run containers (kind, a real cluster): KubeRay's pods run Ray itself (the
-    head's ``/bin/bash -lc 'ray start ...'``, the workers' ``wait-gcs-ready`` init container), and the
-    harness builds no Ray image, so there its RayCluster's pods crash before they run. On kwok's nodes
-    nothing runs."""
-    gpu = [n for n in kube.list(apis.NODE) if allocatable_gpus(n) > 0]
-    if any(runs_processes(n) for n in gpu):
+def ray_runs(ray_runtime: RayRuntime | None) -> RayRuntime:
+    """The pinned Ray, skipping where no pod runs a process (kwok's nodes): no Ray cluster can form there."""
+    if ray_runtime is None:
         pytest.skip(
-            "the GPU nodes here run containers, and KubeRay's pods run Ray itself (bash, ray start, ray "
-            "health-check), of which the harness builds no image: its RayCluster's pods would crash, not "
-            "run. These scenarios run on the local provider (kwok nodes); docs/ml-jobs.md says what is "
-            "proven where"
+            "the GPU nodes here are kwok's fake nodes, whose pods run no process, so no Ray cluster can "
+            "form: run it where pods really run (--provider kind)"
         )
+    return ray_runtime
 
 
 @pytest.fixture
@@ -85,11 +101,12 @@ def six_gpus(make_kueue_queues: QueueFactory) -> Queues:
     "suspended without a RayCluster or a pod until the first is deleted"
 )
 def test_a_rayjob_is_admitted_whole_and_a_second_waits_without_a_pod(
-    kube: Kube, namespace: str, six_gpus: Queues, ray_runs_or_is_faked: None
+    kube: Kube, namespace: str, six_gpus: Queues, ray_runtime: RayRuntime | None
 ) -> None:
     with allure.step("submit RayJob first (a head and 4 workers of 1 GPU each, and its submitter)"):
         first = kube.create(
-            ray_job("first", workers=WORKERS, gpus=1, queue=six_gpus.local_queue), namespace=namespace
+            ray_job("first", workers=WORKERS, gpus=1, queue=six_gpus.local_queue, runtime=ray_runtime),
+            namespace=namespace,
         )
         (wl_first,) = wait_workload_of(kube, namespace, first)
         sets = {p["name"]: p["count"] for p in wl_first["spec"]["podSets"]}
@@ -100,7 +117,8 @@ def test_a_rayjob_is_admitted_whole_and_a_second_waits_without_a_pod(
         wait_running(kube, namespace, "first", CLUSTER_PODS)
     with allure.step("submit RayJob second: its Workload is pending, the job suspended with no pod"):
         second = kube.create(
-            ray_job("second", workers=WORKERS, gpus=1, queue=six_gpus.local_queue), namespace=namespace
+            ray_job("second", workers=WORKERS, gpus=1, queue=six_gpus.local_queue, runtime=ray_runtime),
+            namespace=namespace,
         )
         wl_second = wait_workload_of(kube, namespace, second)[0]["metadata"]["name"]
         wait_pending(kube, namespace, wl_second)
@@ -114,14 +132,15 @@ def test_a_rayjob_is_admitted_whole_and_a_second_waits_without_a_pod(
 @pytest.mark.kueue
 @allure.story("a RayJob in a quota-zero ClusterQueue stays suspended without a pod until quota appears")
 def test_quota_zero_holds_the_rayjob_suspended_until_the_quota_is_raised(
-    kube: Kube, namespace: str, make_kueue_queues: QueueFactory, ray_runs_or_is_faked: None
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory, ray_runtime: RayRuntime | None
 ) -> None:
     queues = make_kueue_queues({"cpu": "0"})
     with allure.step(
         "submit a RayJob of a head and a worker (100m CPU each, and its submitter) to zero quota"
     ):
         created = kube.create(
-            ray_job("waits", workers=1, cpu="100m", queue=queues.local_queue), namespace=namespace
+            ray_job("waits", workers=1, cpu="100m", queue=queues.local_queue, runtime=ray_runtime),
+            namespace=namespace,
         )
         name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
         wait_pending(kube, namespace, name)
@@ -141,7 +160,7 @@ def test_quota_zero_holds_the_rayjob_suspended_until_the_quota_is_raised(
     "workers tolerate nothing themselves"
 )
 def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_a_rayjob(
-    kube: Kube, namespace: str, make_kueue_queues: QueueFactory, ray_runs_or_is_faked: None
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory, ray_runtime: RayRuntime | None
 ) -> None:
     product = gpu_products(kube)[0]
     selector = {PRODUCT_LABEL: product.product}
@@ -155,7 +174,14 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_a_rayjob(
         f"{product.product} and tolerating {GPU}"
     ):
         created = kube.create(
-            ray_job("placed", workers=2, gpus=1, queue=queues.local_queue, tolerate_gpu=False),
+            ray_job(
+                "placed",
+                workers=2,
+                gpus=1,
+                queue=queues.local_queue,
+                tolerate_gpu=False,
+                runtime=ray_runtime,
+            ),
             namespace=namespace,
         )
         name = wait_workload_of(kube, namespace, created)[0]["metadata"]["name"]
@@ -190,18 +216,75 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_a_rayjob(
 
 
 @pytest.mark.kueue
+@pytest.mark.needs(PODS_READY_SHORT)
+@allure.story(
+    "with waitForPodsReady, a RayJob admitted by quota whose cluster cannot be placed is evicted at the "
+    "timeout, suspended with its cluster removed, and its quota admits the next RayJob"
+)
+def test_a_rayjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next(
+    kube: Kube, namespace: str, make_kueue_queues: QueueFactory, ray_runtime: RayRuntime | None
+) -> None:
+    # Kueue reads a RayJob's readiness from the cluster state KubeRay copies from the head's dashboard: on
+    # kwok's nodes that never comes, and on kind a Ray head takes longer than the 15 s timeout to start on
+    # two cores (the next RayJob was evicted in turn, 2026-12-07); so only the eviction is proven here.
+    queues = make_kueue_queues(
+        {"cpu": "16", GPU: "4"},
+        flavors={"gone": {PRODUCT_LABEL: NO_SUCH_PRODUCT}},
+        tolerations={"gone": [GPU_TOLERATION]},
+    )
+    with allure.step(
+        f"a RayJob of {WORKERS} GPU workers is admitted on a flavor of 4 GPUs selecting "
+        f"{PRODUCT_LABEL}={NO_SUCH_PRODUCT}, which no node has: its {CLUSTER_PODS} pods are made, none bound"
+    ):
+        stuck = kube.create(
+            ray_job("stuck", workers=WORKERS, gpus=1, queue=queues.local_queue, runtime=ray_runtime),
+            namespace=namespace,
+        )
+        wl_stuck = wait_workload_of(kube, namespace, stuck)[0]["metadata"]["name"]
+        wait_admitted(kube, namespace, wl_stuck)
+        wait_for_list(
+            kube,
+            apis.POD,
+            namespace=namespace,
+            labels={JOB_LABEL: "stuck"},
+            until=lambda pods: len(pods) == CLUSTER_PODS and not bound(pods),
+            timeout=timeouts.LONG,
+            what=f"the {CLUSTER_PODS} pods of RayJob stuck's cluster made, none bound",
+            describe=describe_pods,
+        )
+    with allure.step("a second RayJob of the same size waits for the quota"):
+        waiting = kube.create(
+            ray_job("next", workers=WORKERS, gpus=1, queue=queues.local_queue, runtime=ray_runtime),
+            namespace=namespace,
+        )
+        wl_next = wait_workload_of(kube, namespace, waiting)[0]["metadata"]["name"]
+        wait_pending(kube, namespace, wl_next)
+    with allure.step(f"after {PODS_READY_TIMEOUT_SECONDS}s Kueue evicts the stuck RayJob (PodsReadyTimeout)"):
+        wait_evicted_at_pods_ready_timeout(kube, namespace, wl_stuck)
+    with allure.step("its quota admits the next, and the stuck one is suspended with its cluster removed"):
+        wait_admitted(kube, namespace, wl_next)
+        wait_suspended(kube, namespace, "stuck")
+
+
+@pytest.mark.kueue
 @allure.story(
     "a lender reclaims the GPUs a RayJob borrowed: the whole job is evicted and suspended, KubeRay removes "
     "its cluster and every pod, and the lender's RayJob runs whole"
 )
 def test_a_lender_reclaims_a_borrowing_rayjob_whole(
-    kube: Kube, namespace: str, reclaiming_lender: Queues, ray_runs_or_is_faked: None
+    kube: Kube, namespace: str, reclaiming_lender: Queues, ray_runtime: RayRuntime | None
 ) -> None:
     cohort = reclaiming_lender
     borrower_cq, lender_cq = cohort.cluster_queues["borrower"], cohort.cluster_queues["lender"]
     with allure.step("the borrower's RayJob (4 workers x 1 GPU) runs on its own 2 GPUs and 2 borrowed"):
         borrower = kube.create(
-            ray_job("borrower", workers=WORKERS, gpus=1, queue=cohort.local_queues["borrower"]),
+            ray_job(
+                "borrower",
+                workers=WORKERS,
+                gpus=1,
+                queue=cohort.local_queues["borrower"],
+                runtime=ray_runtime,
+            ),
             namespace=namespace,
         )
         wl_borrower = wait_workload_of(kube, namespace, borrower)[0]["metadata"]["name"]
@@ -210,7 +293,9 @@ def test_a_lender_reclaims_a_borrowing_rayjob_whole(
         wait_running(kube, namespace, "borrower", CLUSTER_PODS)
     with allure.step("the lender's RayJob (4 workers x 1 GPU, its nominal quota) is submitted"):
         lender = kube.create(
-            ray_job("lender", workers=WORKERS, gpus=1, queue=cohort.local_queues["lender"]),
+            ray_job(
+                "lender", workers=WORKERS, gpus=1, queue=cohort.local_queues["lender"], runtime=ray_runtime
+            ),
             namespace=namespace,
         )
         wl_lender = wait_workload_of(kube, namespace, lender)[0]["metadata"]["name"]
@@ -227,6 +312,47 @@ def test_a_lender_reclaims_a_borrowing_rayjob_whole(
         wait_usage(kube, borrower_cq, cohort.flavor, GPU, total="0", borrowed="0")
 
 
+@pytest.mark.kueue
+@allure.story(
+    "where pods run Ray, a RayJob of 4 GPU workers admitted whole by Kueue forms its cluster: every worker "
+    "joins the head KubeRay wired it to, Ray runs one GPU task on each worker, and the job succeeds"
+)
+def test_an_admitted_rayjob_s_workers_join_its_head_and_each_runs_a_gpu_task(
+    kube: Kube, namespace: str, six_gpus: Queues, ray_runs: RayRuntime
+) -> None:
+    with allure.step(f"submit RayJob joins ({WORKERS} workers of 1 GPU) on {ray_runs.image}"):
+        created = kube.create(
+            ray_job(
+                "joins",
+                workers=WORKERS,
+                gpus=1,
+                queue=six_gpus.local_queue,
+                runtime=ray_runs,
+                entrypoint=joins(CLUSTER_PODS, WORKERS),
+            ),
+            namespace=namespace,
+        )
+        (workload,) = wait_workload_of(kube, namespace, created)
+        wait_admitted(kube, namespace, workload["metadata"]["name"])
+    with allure.step("its head and every worker run"):
+        # The workers wait in an init container until the head's Ray answers: the runtime coming up.
+        pods = wait_running(kube, namespace, "joins", CLUSTER_PODS, timeout=timeouts.RUNTIME_START)
+        workers = sorted(
+            p["metadata"]["name"] for p in pods if p["metadata"]["labels"][NODE_TYPE_LABEL] == "worker"
+        )
+    with allure.step("the job succeeds; its Workload finishes"):
+        wait_succeeded(kube, namespace, "joins")
+        wait_finished(kube, namespace, workload["metadata"]["name"])
+    with allure.step(f"its log says all {CLUSTER_PODS} Ray nodes joined and a GPU task ran on each worker"):
+        said = pod_logs(kube, namespace, submitter_pods(kube, namespace, "joins"))
+        allure.attach("\n".join(f"--- {k}\n{v}" for k, v in said.items()), name="submitter log")
+        log = "\n".join(said.values())
+        assert joined(log, CLUSTER_PODS), f"all {CLUSTER_PODS} nodes should have joined the head: {said}"
+        assert ran_gpu_tasks_on(log) == workers, (
+            f"one GPU task should have run on each worker {workers}: {ran_gpu_tasks_on(log)}; {said}"
+        )
+
+
 JOBS = Contenders(JOB_LABEL, ("ray-a", "ray-b"), CLUSTER_PODS, noun="RayJobs' clusters")
 
 
@@ -236,6 +362,51 @@ JOBS = Contenders(JOB_LABEL, ("ray-a", "ray-b"), CLUSTER_PODS, noun="RayJobs' cl
     "clusters partly placed under the default scheduler (the deadlock)"
 )
 def test_without_kueue_two_rayjobs_on_six_gpus_end_partly_placed(kube: Kube, namespace: str) -> None:
+    partly_placed(kube, namespace)
+
+
+@pytest.mark.serial
+@allure.story(
+    "negative control without Kueue, where pods run Ray: two RayJobs of 4 GPU workers partly placed on 6 "
+    "free GPUs never run their entrypoint: each head runs Ray short of its workers, KubeRay never finds the "
+    "cluster ready and makes no submitter"
+)
+def test_without_kueue_partly_placed_rayjobs_never_start_their_job(
+    kube: Kube, namespace: str, ray_runs: RayRuntime
+) -> None:
+    final = partly_placed(kube, namespace, ray_runs)
+    heads = [p["metadata"]["name"] for p in final if p["metadata"]["labels"][NODE_TYPE_LABEL] == "head"]
+    assert len(heads) == len(JOBS.names) and all(
+        node_of(p) for p in final if p["metadata"]["name"] in heads
+    ), f"each RayJob's head is placed: {[(p['metadata']['name'], node_of(p)) for p in final]}"
+    with allure.step("each head runs Ray: Ready by KubeRay's probe, which asks Ray's raylet and GCS"):
+        wait_for_list(
+            kube,
+            apis.POD,
+            namespace=namespace,
+            labels={NODE_TYPE_LABEL: "head", JOB_LABEL: None},
+            until=lambda pods: len(pods) == len(heads) and all(is_true(p, "Ready") for p in pods),
+            timeout=timeouts.RUNTIME_START,
+            what=f"both RayJobs' heads Ready ({', '.join(heads)})",
+            describe=describe_pods,
+        )
+    with allure.step("neither cluster is ready, neither job got past Initializing nor has a submitter"):
+        for name in JOBS.names:
+            job = kube.get(RAY_JOB, name, namespace)
+            status = job.get("status") or {}
+            assert status.get("jobDeploymentStatus") == "Initializing", (name, status)
+            assert not submitter_pods(kube, namespace, name), f"RayJob {name} has a submitter: {status}"
+            (cluster,) = kube.list(
+                RAY_CLUSTER, namespace=namespace, labels={"ray.io/originated-from-cr-name": name}
+            )
+            state = cluster.get("status") or {}
+            assert state.get("state") != "ready", (name, state)
+            assert state.get("readyWorkerReplicas", 0) < WORKERS, (name, state)
+
+
+def partly_placed(kube: Kube, namespace: str, runtime: RayRuntime | None = None) -> list[Obj]:
+    """Two RayJobs without a queue, their clusters' pods released to the default scheduler in turn onto one
+    node with 6 free GPUs, deadlocked for the window (each partly placed); the pods as they ended."""
     with allure.step("leave exactly 6 GPUs free on one GPU node"):
         filler = wait_gpus_left_free(kube, namespace, free=6)
     with allure.step("create RayJobs A and B (a head and 4 workers of 1 GPU each, no queue), pods at a gate"):
@@ -244,17 +415,23 @@ def test_without_kueue_two_rayjobs_on_six_gpus_end_partly_placed(kube: Kube, nam
         for name in JOBS.names:
             kube.create(
                 ray_job(
-                    name, workers=WORKERS, gpus=1, node_selector=filler.node.selector, gates=(ARRIVAL_GATE,)
+                    name,
+                    workers=WORKERS,
+                    gpus=1,
+                    node_selector=filler.node.selector,
+                    gates=(ARRIVAL_GATE,),
+                    runtime=runtime,
                 ),
                 namespace=namespace,
             )
     with allure.step("release the pods to the default scheduler in turn: A1, B1, A2, B2, ..."):
         release_in_turn(kube, namespace, JOBS, made_by="KubeRay")
     with allure.step("both clusters are partially placed, and stay so for the consistency window"):
-        final = hold_deadlocked(kube, namespace, JOBS)
+        final = hold_deadlocked(kube, namespace, JOBS, running=runtime is not None)
     with allure.step("the scheduler says the unplaced workers are Unschedulable for want of GPUs"):
         for pod in (p for p in final if not node_of(p)):
             assert pod["metadata"]["labels"].get(NODE_TYPE_LABEL) == "worker", pod["metadata"]["name"]
             cond = condition(pod, "PodScheduled") or {}
             assert cond.get("reason") == "Unschedulable", (pod["metadata"]["name"], cond)
             assert f"Insufficient {GPU}" in cond.get("message", ""), (pod["metadata"]["name"], cond)
+    return final

@@ -117,6 +117,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
     upgrade_logs: Callable[[], dict[str, str] | None],
     controller_logs: Callable[[], dict[str, str] | None],
     record_finding: Callable[[str], None],
+    running_images: dict[str, str],
     request: pytest.FixtureRequest,
 ) -> None:
     with allure.step("install old: the cluster runs the old pins"):
@@ -179,7 +180,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             attachment_type=allure.attachment_type.TEXT,
         )
     operators, never_started = make_operator_states(
-        kube, namespace, empty.local_queue, controller_logs, record_finding
+        kube, namespace, empty.local_queue, controller_logs, record_finding, running_images
     )
     if operators or never_started:
         # The snapshot must see the ClusterQueue's status caught up with the operators' jobs it admitted (and
@@ -340,7 +341,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
             f"verify: a new {operator.kind.kind} on an old LocalQueue is managed ({operator.integration}), "
             "admitted and runs"
         ):
-            still_managed(kube, namespace, empty.local_queue, operator)
+            still_managed(kube, namespace, empty.local_queue, operator, running_images)
     with allure.step(
         "verify: no component logged a conversion, decoding or certificate error after the upgrade"
     ):

@@ -31,6 +31,9 @@ SCENARIOS = [
     # admitted whole by Kueue, and one whose real pods run and end, reaching Complete through its JobSet.
     "suites/test_trainjob.py::test_a_trainjob_is_admitted_whole_and_a_second_waits_without_a_pod",
     "suites/test_controllers.py::test_a_trainjob_on_torch_distributed_reaches_complete",
+    # KubeRay's pods on the Ray image built from PyPI's wheels: a RayJob's whole cluster runs Ray, admitted
+    # whole by Kueue while a second waits without a pod.
+    "suites/test_rayjob.py::test_a_rayjob_is_admitted_whole_and_a_second_waits_without_a_pod",
 ]
 # The DRA scenario that only a driver's kubelet plugin can pass runs (and is sabotaged) on kind only: on the
 # local provider the harness publishes the slices and it skips, so test_dra_can_fail.py cannot break it.
@@ -54,6 +57,12 @@ MEET_PYTORCHJOB = (
 HANG_PYTORCHJOB = (
     "suites/test_pytorchjob.py::test_without_kueue_partly_placed_pytorchjobs_hang_at_their_rendezvous"
 )
+# Where pods run Ray (the image the harness builds from PyPI's wheels), a RayJob's workers join the head
+# KubeRay wires and run its GPU tasks; placed in part without Kueue, the job never starts.
+JOIN_RAYJOB = (
+    "suites/test_rayjob.py::test_an_admitted_rayjob_s_workers_join_its_head_and_each_runs_a_gpu_task"
+)
+HANG_RAYJOB = "suites/test_rayjob.py::test_without_kueue_partly_placed_rayjobs_never_start_their_job"
 RENDEZVOUS_SABOTAGES = {
     # Every node told it is node 1: nobody hosts the rendezvous, the job never ends.
     MEET_TRAINJOB: ("trainjob_meet_without_a_host", ["kbc.errors.WaitTimeout", "TrainJob meet Complete"]),
@@ -69,6 +78,15 @@ RENDEZVOUS_SABOTAGES = {
     HANG_PYTORCHJOB: (
         "pytorchjob_control_jobs_fit",
         ["kbc.errors.WaitTimeout", "waiting for both PyTorchJobs to be partially placed"],
+    ),
+    # The workers advertise no GPU to Ray: they join, but the job's GPU tasks find nowhere to run.
+    JOIN_RAYJOB: (
+        "rayjob_join_without_gpus",
+        ["kbc.errors.WaitTimeout", "RayJob joins SUCCEEDED and Complete"],
+    ),
+    HANG_RAYJOB: (
+        "rayjob_control_jobs_fit",
+        ["kbc.errors.WaitTimeout", "waiting for both RayJobs' clusters to be partially placed"],
     ),
 }
 

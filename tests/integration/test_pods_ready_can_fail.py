@@ -71,6 +71,11 @@ OPERATOR_EVICTIONS = [
         "pytorchjob-stuck-",
         "trainingoperator",
     ),
+    _operator(
+        "suites/test_rayjob.py::test_a_rayjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next",
+        "rayjob-stuck-",
+        "kuberay",
+    ),
 ]
 
 

@@ -17,7 +17,10 @@ def test_every_chart_and_image_digest_of_the_lock_is_found_with_what_it_pins() -
     text = default_lock_path().read_text()
     lock = parse_lock(text, default_lock_path())
     fields = {f.path: f for f in digest_fields(text)}
-    expected = {"kubernetes.kindNodeImage.digest", "testImages.cuda.digest"}
+    expected = {
+        "kubernetes.kindNodeImage.digest",
+        *(f"testImages.{name}.digest" for name in lock.test_images),
+    }
     for name, component in lock.components.items():
         expected.add(f"components.{name}.chart.digest")
         expected |= {f"components.{name}.images[{i}].digest" for i in range(len(component.images))}
