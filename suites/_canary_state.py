@@ -146,10 +146,10 @@ def make_operator_states(
     images: Mapping[str, str],
 ) -> tuple[list[OperatorState], list[OperatorState]]:
     """Each operator's job, admitted by Kueue from *queue* and running (on the workload *images* that run
-    here), where the operator is installed;
-    the report says which are not. Returns the states made, and the kinds the old pins admit but never
-    start: each is a component *finding* (in Kueue's words, from its *logs*), its job removed, and the
-    canary goes on without it (the new pins must still run one: :func:`still_managed`)."""
+    here), where the operator is installed; the report says which are not. Returns the states made, and the
+    kinds the old pins admit but never start: each is a component *finding* (in Kueue's words, from its
+    *logs*), its job removed, and the canary goes on without it (the new pins must still run one:
+    :func:`still_managed`)."""
     made, broken = [], []
     for state in OPERATOR_STATES:
         if kube.find(apis.CUSTOM_RESOURCE_DEFINITION, state.crd) is None:

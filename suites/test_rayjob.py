@@ -10,9 +10,9 @@ each with part of their workers placed, for good, where a Ray job waiting for it
 Where pods run (kind), they run Ray, from the image the harness builds of PyPI's wheels: an admitted
 RayJob's workers join its head and run a GPU task each, and the job succeeds; partly placed without Kueue,
 no cluster gets ready and KubeRay never submits the job. On kwok's nodes no Ray runs (the pods are the
-toolbox's): those two skip, the RayJobs stay ``Running`` once their clusters are up, and the readiness that
-Kueue's ``waitForPodsReady`` waits for (a cluster status KubeRay copies from the head's dashboard) is
-checked only where Ray runs (``kbc.components.kuberay``).
+toolbox's): those two skip, and the RayJobs stay ``Running`` once their clusters are up. Of Kueue's
+``waitForPodsReady`` only the eviction of a cluster never placed is proven: the readiness it waits for is a
+cluster status KubeRay copies from the head's dashboard (``kbc.components.kuberay``).
 """
 
 from __future__ import annotations
