@@ -40,9 +40,14 @@ class SlowProvider:
         self.removed.append(name)
 
 
-def item(nodeid: str, profile: Profile) -> Any:
+def item(nodeid: str, profile: Profile, *, on_a_cluster: bool = True) -> Any:
     params = {"cluster": profile} if profile != DEFAULT else {}
-    return SimpleNamespace(nodeid=nodeid, callspec=SimpleNamespace(params=params), stash=pytest.Stash())
+    return SimpleNamespace(
+        nodeid=nodeid,
+        callspec=SimpleNamespace(params=params),
+        stash=pytest.Stash(),
+        fixturenames=["kube", "cluster"] if on_a_cluster else ["tmp_path"],
+    )
 
 
 def session_of(items: list[Any]) -> Any:
@@ -66,10 +71,13 @@ def test_the_last_scenario_of_each_profile_hands_over_to_the_profile_of_the_test
     """By the test this process runs next, as pytest (or a pytest-xdist worker, which holds its last test back
     until it knows) says: under xdist the next test in the collection may be another worker's."""
     ran = [item("a", DEFAULT), item("b", DEFAULT), item("c[fair]", FAIR), item("d[fair]", FAIR)]
-    ran += [item("e[off]", OFF), item("f", DEFAULT)]
+    ran += [item("e[off]", OFF), item("f", DEFAULT), item("unit", DEFAULT, on_a_cluster=False)]
+    ran += [item("g[fair]", FAIR)]
     for this, following in zip(ran, [*ran[1:], None], strict=True):
         plugin.pytest_runtest_protocol(this, following)
     handed = {i.nodeid: i.stash[plugin._handover_key] for i in ran if plugin._handover_key in i.stash}
+    # A test without a cluster hands over to nothing: the next profile's cluster would start beside it,
+    # under whatever it made of the environment (a unit test's KBC_CACHE_DIR).
     assert handed == {"b": FAIR, "d[fair]": OFF}
 
 
