@@ -8,7 +8,7 @@ from kbc import apis
 from kbc.components.kuberay import RayRuntime
 from kbc.dra import Device, devices, serves_dra
 from kbc.errors import ClusterError
-from kbc.gpu import allocatable_gpus, runs_processes
+from kbc.gpu import gpu_pods_run
 from kbc.kube import Kube
 from kbc.kueue import Member, Preemption, QueueFactory, Queues
 from kbc.labels import DRA_CLASS, DRA_DRIVER, GPU
@@ -41,8 +41,8 @@ def offered(kube: Kube) -> list[Device]:
 def running_images(kube: Kube, workload_images: dict[str, str]) -> dict[str, str]:
     """The workload images by the lock's name (``ray``) where the GPU nodes run their pods' processes (kind,
     a real cluster); none on kwok's fake nodes, where a pod's image never runs and the toolbox stands in."""
-    gpu = [n for n in kube.list(apis.NODE) if allocatable_gpus(n) > 0]
-    return dict(workload_images) if any(runs_processes(n) for n in gpu) else {}
+    _, run = gpu_pods_run(kube)
+    return dict(workload_images) if run else {}
 
 
 @pytest.fixture
@@ -66,12 +66,12 @@ def reclaiming_lender(make_kueue_queues: QueueFactory) -> Queues:
 
 
 @pytest.fixture
-def gpu_pods_run(kube: Kube) -> None:
+def gpu_programs_run(kube: Kube) -> None:
     """Skips, saying where it runs, unless some GPU node here runs its pods' processes (kind's workers, a
     real cluster's nodes): kwok's fake nodes only mark pods Running, and no job's nodes can meet there."""
-    gpu = [n for n in kube.list(apis.NODE) if allocatable_gpus(n) > 0]
-    if gpu and not any(runs_processes(n) for n in gpu):
+    count, run = gpu_pods_run(kube)
+    if count and not run:
         pytest.skip(
-            f"the {len(gpu)} GPU nodes here are kwok's fake nodes, whose pods run no process, so no "
+            f"the {count} GPU nodes here are kwok's fake nodes, whose pods run no process, so no "
             "rendezvous can happen: run it where pods really run (--provider kind)"
         )

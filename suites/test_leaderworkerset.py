@@ -22,7 +22,7 @@ from kbc.components.lws import (
     wait_group_running,
     wait_ungated,
 )
-from kbc.flavors import NO_SUCH_PRODUCT, gpu_products, node_products
+from kbc.flavors import gpu_products, node_products
 from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
 from kbc.jobs import ARRIVAL_GATE, Contenders, hold_deadlocked, node_of, release_in_turn
 from kbc.kube import Kube, condition
@@ -30,15 +30,15 @@ from kbc.kueue import (
     QueueFactory,
     Queues,
     wait_admitted,
-    wait_evicted_at_pods_ready_timeout,
     wait_pending,
     wait_preempted,
     wait_usage,
     wait_workload_of,
 )
-from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
+from kbc.kueue.settings import PODS_READY_SHORT
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.workloads import GPU_TOLERATION
+from suites._pods_ready import StuckJob, evicted_at_timeout_and_next_admitted
 
 pytestmark = [
     pytest.mark.leaderworkerset,
@@ -163,34 +163,16 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_of_the_group(
 def test_a_group_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next(
     kube: Kube, namespace: str, make_kueue_queues: QueueFactory
 ) -> None:
-    queues = make_kueue_queues(
-        {"cpu": "16", GPU: "4"},
-        flavors={"gone": {PRODUCT_LABEL: NO_SUCH_PRODUCT}},
-        tolerations={"gone": [GPU_TOLERATION]},
+    job = StuckJob(
+        one=f"a LeaderWorkerSet's group of {SIZE} pods",
+        noun="LeaderWorkerSet's group",
+        build=lambda name, queue: leader_worker_set(name, size=SIZE, gpus=1, queue=queue),
+        made="its pods are ungated, none can be bound",
+        wait_made=lambda kube, namespace, name: wait_ungated(kube, namespace, name, SIZE, none_bound=True),
+        after="has its pods remade at Kueue's gate",
+        wait_after=lambda kube, namespace, name: wait_gated(kube, namespace, name, SIZE),
     )
-    with allure.step(
-        f"a group of 4 pods is admitted on a flavor of 4 GPUs selecting {PRODUCT_LABEL}={NO_SUCH_PRODUCT}, "
-        "which no node has: its pods are ungated, none can be bound"
-    ):
-        stuck = kube.create(
-            leader_worker_set("stuck", size=SIZE, gpus=1, queue=queues.local_queue), namespace=namespace
-        )
-        wl_stuck = wait_workload_of(kube, namespace, stuck)[0]["metadata"]["name"]
-        wait_admitted(kube, namespace, wl_stuck)
-        wait_ungated(kube, namespace, "stuck", SIZE, none_bound=True)
-    with allure.step("a second LeaderWorkerSet's group of the same size waits for the quota"):
-        waiting = kube.create(
-            leader_worker_set("next", size=SIZE, gpus=1, queue=queues.local_queue), namespace=namespace
-        )
-        wl_next = wait_workload_of(kube, namespace, waiting)[0]["metadata"]["name"]
-        wait_pending(kube, namespace, wl_next)
-    with allure.step(f"after {PODS_READY_TIMEOUT_SECONDS}s Kueue evicts the stuck group (PodsReadyTimeout)"):
-        wait_evicted_at_pods_ready_timeout(kube, namespace, wl_stuck)
-    with allure.step(
-        "its quota admits the next group, and the stuck group's pods are remade at Kueue's gate"
-    ):
-        wait_admitted(kube, namespace, wl_next)
-        wait_gated(kube, namespace, "stuck", SIZE)
+    evicted_at_timeout_and_next_admitted(kube, namespace, make_kueue_queues, job)
 
 
 @pytest.mark.kueue

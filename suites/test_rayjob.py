@@ -37,12 +37,11 @@ from kbc.components.kuberay import (
     wait_succeeded,
     wait_suspended,
 )
-from kbc.flavors import NO_SUCH_PRODUCT, gpu_products, node_products
+from kbc.flavors import gpu_products, node_products
 from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
 from kbc.jobs import (
     ARRIVAL_GATE,
     Contenders,
-    bound,
     describe_pods,
     hold_deadlocked,
     node_of,
@@ -54,16 +53,16 @@ from kbc.kueue import (
     QueueFactory,
     Queues,
     wait_admitted,
-    wait_evicted_at_pods_ready_timeout,
     wait_finished,
     wait_pending,
     wait_preempted,
     wait_usage,
     wait_workload_of,
 )
-from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
+from kbc.kueue.settings import PODS_READY_SHORT
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.workloads import GPU_TOLERATION
+from suites._pods_ready import StuckJob, evicted_at_timeout_and_next_admitted, pods_made_unbound
 
 pytestmark = [
     pytest.mark.rayjob,
@@ -227,43 +226,16 @@ def test_a_rayjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the
     # Kueue reads a RayJob's readiness from the cluster state KubeRay copies from the head's dashboard: on
     # kwok's nodes that never comes, and on kind a Ray head takes longer than the 15 s timeout to start on
     # two cores (the next RayJob was evicted in turn, 2026-12-07); so only the eviction is proven here.
-    queues = make_kueue_queues(
-        {"cpu": "16", GPU: "4"},
-        flavors={"gone": {PRODUCT_LABEL: NO_SUCH_PRODUCT}},
-        tolerations={"gone": [GPU_TOLERATION]},
+    job = StuckJob(
+        one=f"a RayJob of {WORKERS} GPU workers",
+        noun="RayJob",
+        build=lambda name, queue: ray_job(name, workers=WORKERS, gpus=1, queue=queue, runtime=ray_runtime),
+        made=f"its {CLUSTER_PODS} pods are made, none bound",
+        wait_made=pods_made_unbound("RayJob", JOB_LABEL, CLUSTER_PODS),
+        after="is suspended with its cluster removed",
+        wait_after=wait_suspended,
     )
-    with allure.step(
-        f"a RayJob of {WORKERS} GPU workers is admitted on a flavor of 4 GPUs selecting "
-        f"{PRODUCT_LABEL}={NO_SUCH_PRODUCT}, which no node has: its {CLUSTER_PODS} pods are made, none bound"
-    ):
-        stuck = kube.create(
-            ray_job("stuck", workers=WORKERS, gpus=1, queue=queues.local_queue, runtime=ray_runtime),
-            namespace=namespace,
-        )
-        wl_stuck = wait_workload_of(kube, namespace, stuck)[0]["metadata"]["name"]
-        wait_admitted(kube, namespace, wl_stuck)
-        wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={JOB_LABEL: "stuck"},
-            until=lambda pods: len(pods) == CLUSTER_PODS and not bound(pods),
-            timeout=timeouts.LONG,
-            what=f"the {CLUSTER_PODS} pods of RayJob stuck's cluster made, none bound",
-            describe=describe_pods,
-        )
-    with allure.step("a second RayJob of the same size waits for the quota"):
-        waiting = kube.create(
-            ray_job("next", workers=WORKERS, gpus=1, queue=queues.local_queue, runtime=ray_runtime),
-            namespace=namespace,
-        )
-        wl_next = wait_workload_of(kube, namespace, waiting)[0]["metadata"]["name"]
-        wait_pending(kube, namespace, wl_next)
-    with allure.step(f"after {PODS_READY_TIMEOUT_SECONDS}s Kueue evicts the stuck RayJob (PodsReadyTimeout)"):
-        wait_evicted_at_pods_ready_timeout(kube, namespace, wl_stuck)
-    with allure.step("its quota admits the next, and the stuck one is suspended with its cluster removed"):
-        wait_admitted(kube, namespace, wl_next)
-        wait_suspended(kube, namespace, "stuck")
+    evicted_at_timeout_and_next_admitted(kube, namespace, make_kueue_queues, job)
 
 
 @pytest.mark.kueue

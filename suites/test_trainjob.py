@@ -29,32 +29,30 @@ from kbc.components.trainer import (
     wait_nodes_running,
     wait_suspended,
 )
-from kbc.flavors import NO_SUCH_PRODUCT, gpu_products, node_products
+from kbc.flavors import gpu_products, node_products
 from kbc.gpu import has_gpu_toleration, wait_gpus_left_free
 from kbc.jobs import (
     ARRIVAL_GATE,
     MEET,
     Contenders,
-    bound,
-    describe_pods,
     hold_deadlocked,
     node_of,
     release_in_turn,
 )
-from kbc.kube import Kube, Obj, condition, is_true, wait_for_list, wait_until_exists
+from kbc.kube import Kube, Obj, condition, is_true, wait_until_exists
 from kbc.kueue import (
     QueueFactory,
     Queues,
     wait_admitted,
-    wait_evicted_at_pods_ready_timeout,
     wait_pending,
     wait_preempted,
     wait_usage,
     wait_workload_of,
 )
-from kbc.kueue.settings import PODS_READY_SHORT, PODS_READY_TIMEOUT_SECONDS
+from kbc.kueue.settings import PODS_READY_SHORT
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.workloads import GPU_TOLERATION
+from suites._pods_ready import StuckJob, evicted_at_timeout_and_next_admitted, pods_made_unbound
 from suites._rendezvous import check_all_met, check_all_waiting
 
 pytestmark = [
@@ -199,43 +197,16 @@ def test_a_flavor_s_node_labels_and_toleration_reach_every_pod_through_kueue_s_r
 def test_a_trainjob_whose_pods_never_get_ready_is_evicted_and_its_quota_admits_the_next(
     kube: Kube, namespace: str, make_kueue_queues: QueueFactory
 ) -> None:
-    queues = make_kueue_queues(
-        {"cpu": "16", GPU: "4"},
-        flavors={"gone": {PRODUCT_LABEL: NO_SUCH_PRODUCT}},
-        tolerations={"gone": [GPU_TOLERATION]},
+    job = StuckJob(
+        one=f"a {NODES}-node TrainJob",
+        noun="TrainJob",
+        build=lambda name, queue: train_job(name, nodes=NODES, gpus=1, queue=queue),
+        made=f"all {NODES} pods are made, none can be bound",
+        wait_made=pods_made_unbound("TrainJob", JOBSET_NAME_LABEL, NODES),
+        after="is suspended with every pod removed",
+        wait_after=wait_suspended,
     )
-    with allure.step(
-        f"a 4-node TrainJob is admitted on a flavor of 4 GPUs selecting {PRODUCT_LABEL}={NO_SUCH_PRODUCT}, "
-        "which no node has: all 4 pods are made, none can be bound"
-    ):
-        stuck = kube.create(
-            train_job("stuck", nodes=NODES, gpus=1, queue=queues.local_queue), namespace=namespace
-        )
-        wl_stuck = wait_workload_of(kube, namespace, stuck)[0]["metadata"]["name"]
-        wait_admitted(kube, namespace, wl_stuck)
-        wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={JOBSET_NAME_LABEL: "stuck"},
-            until=lambda pods: len(pods) == NODES and not bound(pods),
-            timeout=timeouts.LONG,
-            what=f"the {NODES} pods of TrainJob stuck made, none bound",
-            describe=describe_pods,
-        )
-    with allure.step("a second TrainJob of the same size waits for the quota"):
-        waiting = kube.create(
-            train_job("next", nodes=NODES, gpus=1, queue=queues.local_queue), namespace=namespace
-        )
-        wl_next = wait_workload_of(kube, namespace, waiting)[0]["metadata"]["name"]
-        wait_pending(kube, namespace, wl_next)
-    with allure.step(
-        f"after {PODS_READY_TIMEOUT_SECONDS}s Kueue evicts the stuck TrainJob (PodsReadyTimeout)"
-    ):
-        wait_evicted_at_pods_ready_timeout(kube, namespace, wl_stuck)
-    with allure.step("its quota admits the next, and the stuck one is suspended with every pod removed"):
-        wait_admitted(kube, namespace, wl_next)
-        wait_suspended(kube, namespace, "stuck")
+    evicted_at_timeout_and_next_admitted(kube, namespace, make_kueue_queues, job)
 
 
 @pytest.mark.kueue
@@ -289,7 +260,7 @@ JOBS = Contenders(JOBSET_NAME_LABEL, ("train-a", "train-b"), NODES, noun="TrainJ
     "completes"
 )
 def test_an_admitted_trainjob_s_nodes_meet_at_the_rendezvous_trainer_wires(
-    kube: Kube, namespace: str, six_gpus: Queues, gpu_pods_run: None
+    kube: Kube, namespace: str, six_gpus: Queues, gpu_programs_run: None
 ) -> None:
     with allure.step(f"submit TrainJob meet ({NODES} nodes, 1 GPU each) running /bin/meet"):
         created = kube.create(
@@ -322,7 +293,7 @@ def test_without_kueue_two_trainjobs_on_six_gpus_end_partly_placed(kube: Kube, n
     "at their rendezvous, no node of either meeting the others, for the whole window"
 )
 def test_without_kueue_partly_placed_trainjobs_hang_at_their_rendezvous(
-    kube: Kube, namespace: str, gpu_pods_run: None
+    kube: Kube, namespace: str, gpu_programs_run: None
 ) -> None:
     final = partly_placed(kube, namespace, command=MEET)
     with allure.step("every placed node is still waiting at the rendezvous: none met, neither job ended"):
