@@ -38,14 +38,6 @@ def offered(kube: Kube) -> list[Device]:
 
 
 @pytest.fixture
-def running_images(kube: Kube, workload_images: dict[str, str]) -> dict[str, str]:
-    """The workload images by the lock's name (``ray``) where the GPU nodes run their pods' processes (kind,
-    a real cluster); none on kwok's fake nodes, where a pod's image never runs and the toolbox stands in."""
-    _, run = gpu_pods_run(kube)
-    return dict(workload_images) if run else {}
-
-
-@pytest.fixture
 def ray_runtime(running_images: dict[str, str]) -> RayRuntime | None:
     """The pinned Ray (the lock's ``testImages.ray`` or ``--image ray=REF``) where pods run, which KubeRay's
     pods then run (the head's and workers' ``ray start``, the submitter's ``ray job submit``); None on

@@ -39,6 +39,16 @@ import allure
 import pytest
 
 from kbc import apis, timeouts
+from kbc.canary_state import (
+    RUNS_THROUGH,
+    VOLCANO_GANG,
+    claim_state,
+    make_operator_states,
+    make_volcano_state,
+    rack_state,
+    still_managed,
+    usage_of_admitted,
+)
 from kbc.dra import serves_dra
 from kbc.errors import OverAdmitted
 from kbc.jobs import wait_pods_running
@@ -81,16 +91,6 @@ from kbc.volcano import (
     wait_vcjob_pods_running,
 )
 from kbc.workloads import group_pod, job, jobset
-from suites._canary_state import (
-    RUNS_THROUGH,
-    VOLCANO_GANG,
-    claim_state,
-    make_operator_states,
-    make_volcano_state,
-    rack_state,
-    still_managed,
-    usage_of_admitted,
-)
 
 pytestmark = [pytest.mark.upgrade, pytest.mark.kueue, pytest.mark.jobset, allure.epic("Upgrade")]
 

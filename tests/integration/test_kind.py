@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -197,8 +198,12 @@ def test_kind_makes_the_cluster_from_built_images_and_helm_installs_the_charts_f
     assert up.returncode == 0, up.stdout + up.stderr
     kubeconfig = paths.clusters_dir() / f"kind-{CLUSTER}" / "kubeconfig"
     assert up.stdout.strip().splitlines()[-1] == f"KUBECONFIG={kubeconfig}"
-    assert "registry mirror on " in up.stderr and "for docker.io, registry.k8s.io" in up.stderr, up.stderr
     lock = load_lock()
+    # The mirror serves every registry the pinned components' images come from.
+    mirrored = re.search(r"registry mirror on \S+ for ([^(]+) \(log", up.stderr)
+    assert mirrored, up.stderr
+    hosts = {image.repository.split("/")[0] for c in lock.components.values() for image in c.images}
+    assert hosts <= set(mirrored.group(1).split(", ")), (hosts, mirrored.group(1))
     for name, component in lock.components.items():
         # Verified against the digest the mirror serves, which is the one built here.
         assert f"[components] {name} {component.app_version} ready in " in up.stderr, up.stderr
