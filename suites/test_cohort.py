@@ -1,5 +1,5 @@
-"""Cohorts with Kueue: idle quota is lent, borrowing is capped, lent quota is taken back, and priority
-decides who runs inside one ClusterQueue.
+"""Cohorts with Kueue: idle quota is lent, borrowing and lending are capped, lent quota is taken back, and
+priority decides who runs inside one ClusterQueue.
 
 ClusterQueues that name the same ``spec.cohortName`` share their unused nominal quota.
 These scenarios prove, against the real Kueue scheduler, that
@@ -8,6 +8,8 @@ These scenarios prove, against the real Kueue scheduler, that
   ClusterQueue reports the borrowed amount (``status.flavorsUsage[].resources[].borrowed``);
 - ``borrowingLimit`` caps that: a workload needing more than nominal + limit waits
   suspended with zero pods although the lender is idle, and one within the limit runs;
+- ``lendingLimit`` caps what a lender lends: a borrower needing more waits suspended with zero pods
+  although the lender is idle, and raising the limit on the running ClusterQueue admits it;
 - a lender with ``preemption.reclaimWithinCohort`` takes its quota back: the borrower's
   Workload is evicted (``Evicted``/``Preempted``, reason ``InCohortReclamation``), its Job is
   suspended again with no pods, and the lender's work runs;
@@ -22,7 +24,6 @@ import allure
 import pytest
 
 from kbc import apis
-from kbc.errors import ScenarioFailure, WaitTimeout
 from kbc.events import wait_event
 from kbc.gpu import gpu_node_names
 from kbc.jobs import node_of, wait_job_complete, wait_job_pods_running, wait_job_suspended_without_pods
@@ -38,33 +39,22 @@ from kbc.kueue import (
     Quota,
     Usage,
     admission,
-    describe_cluster_queue,
     flavor_usage,
     hold_suspended,
     is_pending,
     preemption_message,
+    set_quota,
     wait_admitted,
     wait_cluster_queue,
     wait_pending,
-    wait_preempted,
     wait_usage,
-    wait_workload_of,
     workload_counts,
 )
 from kbc.labels import GPU
 from kbc.workloads import job
+from suites._preempting import expect_evicted, expect_queued
 
 pytestmark = [pytest.mark.cohort, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("cohort")]
-
-
-def expect_queued(kube: Kube, namespace: str, manifest: Obj) -> str:
-    """Create Job *manifest*; return the name of the Workload Kueue made for it."""
-    created = kube.create(manifest, namespace=namespace)
-    assert created["spec"]["suspend"] is True, (
-        f"Kueue's webhook should have suspended Job {created['metadata']['name']}, which names a LocalQueue; "
-        "it was created unsuspended, so Kueue does not manage it"
-    )
-    return str(wait_workload_of(kube, namespace, created)[0]["metadata"]["name"])
 
 
 def held_at_nominal(workload: Obj) -> str | None:
@@ -80,24 +70,6 @@ def held_at_nominal(workload: Obj) -> str | None:
             f"({cond.get('reason')}: {cond.get('message')}), so the idle lender's quota was not lent to it"
         )
     return None
-
-
-def expect_evicted(
-    kube: Kube, workload: str, namespace: str, reason: str, who: str, preemptor: str, queue: str
-) -> Obj:
-    """Wait for *workload* to be preempted with *reason*; if it never is, say what the preemptor saw."""
-    try:
-        return wait_preempted(kube, namespace, workload, reasons={reason})[0]
-    except WaitTimeout as exc:
-        waiting = condition(kube.get(apis.WORKLOAD, preemptor, namespace), "QuotaReserved") or {}
-        holder = describe_cluster_queue(kube.get(apis.CLUSTER_QUEUE, queue))
-        raise ScenarioFailure(
-            f"the {who} was not evicted within {exc.timeout:.0f}s: Kueue should have preempted Workload "
-            f"{workload} (Preempted reason {reason}) to admit {preemptor}, which instead waits with "
-            f"QuotaReserved={waiting.get('status')} ({waiting.get('reason')}: {waiting.get('message')}). "
-            f"The {who}'s queue still holds the quota:\n{holder}\n"
-            f"Last state of the {who}:\n{exc.last_state}"
-        ) from None
 
 
 # --- 1. borrowing ---------------------------------------------------------------------------------------
@@ -211,6 +183,49 @@ def test_borrowing_limit_holds_back_what_exceeds_it(
         )
         held = kube.get(apis.WORKLOAD, too_big, namespace)
         assert is_pending(held) and not is_true(held, "Admitted"), held.get("status")
+
+
+@pytest.fixture
+def limited_lender(make_kueue_queues: QueueFactory) -> Queues:
+    """A cohort: the lender holds 4 GPUs and lends at most 1 (``lendingLimit``); the borrower has 1."""
+    return make_kueue_queues(
+        members={
+            "lender": Member({"cpu": "8", GPU: Quota("4", lending_limit="1")}),
+            "borrower": Member({"cpu": "8", GPU: "1"}),
+        }
+    )
+
+
+@allure.story(
+    "lendingLimit caps what a ClusterQueue lends: a borrower needing more waits although the lender is idle, "
+    "and raising the limit admits it"
+)
+def test_lending_limit_caps_what_the_lender_lends_and_raising_it_admits_the_borrower(
+    kube: Kube, namespace: str, limited_lender: Queues
+) -> None:
+    cohort = limited_lender
+    flavor = cohort.flavor
+    borrower_cq, lender_cq = cohort.cluster_queues["borrower"], cohort.cluster_queues["lender"]
+    with allure.step(
+        "the borrower submits 3 pods x 1 GPU: its own 1 GPU and 2 borrowed, where the idle lender lends 1"
+    ):
+        borrower = expect_queued(
+            kube, namespace, job("borrower", pods=3, gpus=1, queue=cohort.local_queues["borrower"])
+        )
+        wait_pending(kube, namespace, borrower)
+    with allure.step("it stays suspended with zero pods for the consistency window while the lender is idle"):
+        cond = hold_suspended(kube, namespace, "borrower", borrower)
+        lender = kube.get(apis.CLUSTER_QUEUE, lender_cq)
+        assert flavor_usage(lender, flavor, GPU).total == 0 and workload_counts(lender).admitted == 0, (
+            f"the lender should be idle, its 4 GPUs unused: {lender.get('status')}"
+        )
+        allure.attach(str(cond), name="why Kueue holds the borrower")
+    with allure.step("the lender's lendingLimit is raised to 2: the borrower is admitted, borrowing 2"):
+        set_quota(kube, lender_cq, flavor, GPU, lending_limit="2")
+        # No early failure on held_at_nominal: its "> maximum capacity" is Kueue's word from before the raise.
+        wait_admitted(kube, namespace, borrower)
+        wait_usage(kube, borrower_cq, flavor, GPU, total="3", borrowed="2")
+        wait_job_pods_running(kube, namespace, "borrower", 3)
 
 
 # --- 3. reclaim -------------------------------------------------------------------------------------------

@@ -3,9 +3,14 @@ the manifest is a copy, and a resource group Kueue's validation would refuse is 
 
 from __future__ import annotations
 
+import copy
+from typing import Any, cast
+
 import pytest
 
 from kbc import apis
+from kbc.kube import Kube
+from kbc.kueue import set_quota
 from kbc.kueue.objects import (
     ClusterQueueBuilder,
     CohortBuilder,
@@ -66,6 +71,7 @@ def test_a_cluster_queue_of_one_resource_group_admits_every_namespace_by_default
             ("TryNextFlavor", "MayStopSearch"),
             {"flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "MayStopSearch"}},
         ),
+        ("queueing_strategy", ("StrictFIFO",), {"queueingStrategy": "StrictFIFO"}),
         ("stop_policy", ("HoldAndDrain",), {"stopPolicy": "HoldAndDrain"}),
         ("admission_checks", ("provisioning", "manual"), {"admissionChecks": ["provisioning", "manual"]}),
     ],
@@ -134,3 +140,33 @@ def test_each_cohort_method_writes_its_own_field() -> None:
     assert built["spec"] == {"parentName": "org", "resourceGroups": [GROUP], "fairSharing": {"weight": "2"}}
     with pytest.raises(ValueError, match="flavor a100 of Cohort research covers"):
         CohortBuilder("research").resource_group({"h100": {"cpu": "1"}, "a100": {"gpu": "1"}})
+
+
+class _Queues:
+    """A stand-in for the API's ClusterQueues: what ``set_quota`` reads and replaces."""
+
+    def __init__(self, cq: dict[str, object]) -> None:
+        self.cq = cq
+        self.replaced: dict[str, Any] | None = None
+
+    def get(self, kind: object, name: str) -> dict[str, object]:
+        return copy.deepcopy(self.cq)
+
+    def replace(self, obj: dict[str, object]) -> dict[str, object]:
+        self.replaced = obj
+        return obj
+
+
+def test_set_quota_changes_only_the_fields_given_of_one_resource_in_one_flavor() -> None:
+    queues = _Queues(cluster_queue("team-a", "ns", GPUS))
+    set_quota(cast(Kube, queues), "team-a", "h100", "nvidia.com/gpu", lending_limit="3")
+    changed = copy.deepcopy(GROUP)
+    changed["flavors"][0]["resources"][1]["lendingLimit"] = "3"  # type: ignore[index]
+    assert queues.replaced is not None and queues.replaced["spec"]["resourceGroups"] == [changed]
+
+
+def test_set_quota_of_a_quota_the_queue_lacks_says_which() -> None:
+    queues = _Queues(cluster_queue("team-a", "ns", GPUS))
+    with pytest.raises(ValueError, match="ClusterQueue team-a has no quota of memory in flavor h100"):
+        set_quota(cast(Kube, queues), "team-a", "h100", "memory", nominal="1Gi")
+    assert queues.replaced is None
