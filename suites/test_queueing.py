@@ -41,7 +41,7 @@ from kbc.kueue import (
 )
 from kbc.kueue.metrics import PENDING_WORKLOADS, wait_pending_metric
 from kbc.labels import GPU
-from kbc.metrics import MetricsReader
+from kbc.metrics import MetricsReader, describe
 from kbc.workloads import job
 
 pytestmark = [pytest.mark.queueing, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("queueing")]
@@ -116,7 +116,7 @@ def test_strict_fifo_holds_a_fitting_job_behind_a_head_that_does_not_fit(
             kube, cq, what=f"ClusterQueue {cq} to count 1 admitted and 2 pending", until=counts_are(1, 2)
         )
         text = wait_pending_metric(component_metrics, cq, active=2, inadmissible=0)
-        allure.attach(text, name="Kueue's metrics", attachment_type=allure.attachment_type.TEXT)
+        allure.attach(describe(text, PENDING_WORKLOADS), name=PENDING_WORKLOADS)
     with allure.step("once the first Job is gone, the head is admitted before the Job behind it"):
         kube.delete(apis.JOB, "first", namespace=namespace, foreground=True)
         wait_admitted(kube, namespace, head)
@@ -161,4 +161,4 @@ def test_best_effort_fifo_admits_a_fitting_job_past_a_head_that_does_not_fit(
             kube, cq, what=f"ClusterQueue {cq} to count 2 admitted and 1 pending", until=counts_are(2, 1)
         )
         text = wait_pending_metric(component_metrics, cq, active=0, inadmissible=1)
-        allure.attach(text, name="Kueue's metrics", attachment_type=allure.attachment_type.TEXT)
+        allure.attach(describe(text, PENDING_WORKLOADS), name=PENDING_WORKLOADS)
