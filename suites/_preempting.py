@@ -6,7 +6,7 @@ from __future__ import annotations
 from kbc import apis
 from kbc.errors import ScenarioFailure, WaitTimeout
 from kbc.kube import Kube, Obj, condition
-from kbc.kueue import describe_cluster_queue, wait_preempted, wait_workload_of
+from kbc.kueue import Queues, describe_cluster_queue, preemption_message, wait_preempted, wait_workload_of
 
 
 def expect_queued(kube: Kube, namespace: str, manifest: Obj) -> str:
@@ -35,3 +35,27 @@ def expect_evicted(
             f"The {who}'s queue still holds the quota:\n{holder}\n"
             f"Last state of the {who}:\n{exc.last_state}"
         ) from None
+
+
+def expect_preempted_by(
+    kube: Kube,
+    namespace: str,
+    workload: str,
+    reason: str,
+    who: str,
+    *,
+    preemptor: str,
+    queues: Queues,
+    by: str,
+    of: str,
+) -> tuple[Obj, str]:
+    """:func:`expect_evicted` (*workload*, of member *of* of *queues*), then Kueue's exact Preempted message
+    on it, naming *preemptor* and the paths of members *by* and *of*; the victim and that message."""
+    victim = expect_evicted(
+        kube, workload, namespace, reason, who, preemptor=preemptor, queue=queues.cluster_queues[of]
+    )
+    preemptor_wl = kube.get(apis.WORKLOAD, preemptor, namespace)
+    expected = preemption_message(preemptor_wl, reason, queues.path(by), queues.path(of))
+    preempted = condition(victim, "Preempted") or {}
+    assert preempted.get("message") == expected, f"expected {expected!r}, got {preempted.get('message')!r}"
+    return victim, expected

@@ -42,7 +42,6 @@ from kbc.kueue import (
     flavor_usage,
     hold_suspended,
     is_pending,
-    preemption_message,
     set_quota,
     wait_admitted,
     wait_cluster_queue,
@@ -52,7 +51,7 @@ from kbc.kueue import (
 )
 from kbc.labels import GPU
 from kbc.workloads import job
-from suites._preempting import expect_evicted, expect_queued
+from suites._preempting import expect_preempted_by, expect_queued
 
 pytestmark = [pytest.mark.cohort, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("cohort")]
 
@@ -264,17 +263,18 @@ def test_lender_reclaims_lent_quota_by_evicting_the_borrower(
             kube, namespace, job("lender", pods=2, gpus=1, queue=cohort.local_queues["lender"])
         )
     with allure.step("the borrower's Workload is Evicted (Preempted) and Preempted (InCohortReclamation)"):
-        victim = expect_evicted(
-            kube, borrower, namespace, "InCohortReclamation", "borrower", preemptor=lender, queue=borrower_cq
+        victim, expected = expect_preempted_by(
+            kube,
+            namespace,
+            borrower,
+            "InCohortReclamation",
+            "borrower",
+            preemptor=lender,
+            queues=cohort,
+            by="lender",
+            of="borrower",
         )
-        preemptor = kube.get(apis.WORKLOAD, lender, namespace)
-        expected = preemption_message(
-            preemptor, "InCohortReclamation", cohort.path("lender"), cohort.path("borrower")
-        )
-        preempted, evicted = condition(victim, "Preempted") or {}, condition(victim, "Evicted") or {}
-        assert preempted.get("message") == expected, (
-            f"expected {expected!r}, got {preempted.get('message')!r}"
-        )
+        evicted = condition(victim, "Evicted") or {}
         assert evicted.get("message") == expected, f"expected {expected!r}, got {evicted.get('message')!r}"
     with allure.step(
         "the borrower's Job is suspended again, its pods are gone, and the Job says it was stopped"
@@ -342,20 +342,17 @@ def test_higher_priority_preempts_lower_priority_within_a_cluster_queue(
         high_job = job("high", pods=2, gpus=1, run_for="10s", queue=queue, priority_class=priorities["high"])
         high = expect_queued(kube, namespace, high_job)
     with allure.step("the low Workload is Evicted (Preempted) and Preempted (InClusterQueue)"):
-        victim = expect_evicted(
+        _, expected = expect_preempted_by(
             kube,
-            low,
             namespace,
+            low,
             "InClusterQueue",
             "low-priority Job",
             preemptor=high,
-            queue=priority_queue.cluster_queue,
+            queues=priority_queue,
+            by="team",
+            of="team",
         )
-        preemptor = kube.get(apis.WORKLOAD, high, namespace)
-        team = priority_queue.path("team")
-        expected = preemption_message(preemptor, "InClusterQueue", team, team)
-        preempted = condition(victim, "Preempted") or {}
-        assert preempted.get("message") == expected, f"expected {expected!r}, got {preempted}"
     with allure.step("the low Job is suspended again and its pods are gone"):
         wait_job_suspended_without_pods(kube, namespace, "low")
         wait_event(

@@ -41,7 +41,7 @@ from kbc.kueue import newer as is_newer
 from kbc.kueue.settings import FAIR_SHARING, FAIR_SHARING_INITIAL_SHARE
 from kbc.labels import GPU
 from kbc.workloads import job
-from suites._preempting import expect_evicted, expect_queued
+from suites._preempting import expect_preempted_by, expect_queued
 
 pytestmark = [pytest.mark.preemption, pytest.mark.kueue, allure.epic("Kueue"), allure.feature("preemption")]
 
@@ -106,19 +106,17 @@ def test_borrow_within_cohort_lets_a_high_priority_borrower_evict_a_lower_priori
     high = high_asks(kube, namespace, cohort, priorities)
     reason = "InCohortReclaimWhileBorrowing"
     with allure.step(f"team low's Workload is Evicted (Preempted) and Preempted ({reason})"):
-        victim = expect_evicted(
+        expect_preempted_by(
             kube,
-            low,
             namespace,
+            low,
             reason,
             "low-priority borrower",
             preemptor=high,
-            queue=cohort.cluster_queues["low"],
+            queues=cohort,
+            by="high",
+            of="low",
         )
-        preemptor = kube.get(apis.WORKLOAD, high, namespace)
-        expected = preemption_message(preemptor, reason, cohort.path("high"), cohort.path("low"))
-        preempted = condition(victim, "Preempted") or {}
-        assert preempted.get("message") == expected, f"expected {expected!r}, got {preempted}"
     with allure.step("team low's Job is suspended again with its pods gone; team high's runs on the pool"):
         wait_job_suspended_without_pods(kube, namespace, "low")
         wait_admitted(kube, namespace, high)
@@ -194,14 +192,17 @@ def test_lower_or_newer_equal_priority_lets_an_older_job_evict_a_newer_one_of_eq
     queues = team_queue(make_kueue_queues, "LowerOrNewerEqualPriority")
     older, newer = newer_runs_while_older_waits(kube, namespace, queues)
     with allure.step("the newer Job's Workload is Evicted (Preempted) and Preempted (InClusterQueue)"):
-        victim = expect_evicted(
-            kube, newer, namespace, "InClusterQueue", "newer Job", preemptor=older, queue=queues.cluster_queue
+        expect_preempted_by(
+            kube,
+            namespace,
+            newer,
+            "InClusterQueue",
+            "newer Job",
+            preemptor=older,
+            queues=queues,
+            by="team",
+            of="team",
         )
-        preemptor = kube.get(apis.WORKLOAD, older, namespace)
-        team = queues.path("team")
-        expected = preemption_message(preemptor, "InClusterQueue", team, team)
-        preempted = condition(victim, "Preempted") or {}
-        assert preempted.get("message") == expected, f"expected {expected!r}, got {preempted}"
     with allure.step("the newer Job is suspended with its pods gone; the older is admitted and runs"):
         wait_job_suspended_without_pods(kube, namespace, "newer")
         wait_admitted(kube, namespace, older)
