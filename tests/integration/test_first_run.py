@@ -253,7 +253,7 @@ def test_the_digests_it_names_are_what_lock_refresh_commits_and_a_changed_chart_
     refresh = run_bounded(
         [str(checkout / ".venv" / "bin" / "kbc"), "lock", "refresh"], timeout=600, cwd=checkout, env=env
     )
-    assert refresh.returncode == 0, refresh.stderr
+    assert refresh.returncode == 0, refresh.stdout + refresh.stderr
     refreshed = yaml.safe_load((checkout / "charts-lock.yaml").read_text())
     for field, digest in pinned_lines(summary).items():
         assert _field(refreshed, field) == digest, f"{field}: the run pinned {digest}"
