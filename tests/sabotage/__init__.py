@@ -65,3 +65,12 @@ def quotas(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for group in obj["spec"].get("resourceGroups") or []:
         for flavor in group.get("flavors") or []:
             yield from flavor.get("resources") or []
+
+
+def vcjob_policies(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The spec of *obj* and of each of its tasks, where a Volcano Job keeps lifecycle ``policies``; nothing
+    for any other object."""
+    if obj["kind"] != "Job" or not obj["apiVersion"].startswith("batch.volcano.sh/"):
+        return
+    yield obj["spec"]
+    yield from obj["spec"].get("tasks") or []

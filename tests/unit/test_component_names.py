@@ -61,6 +61,14 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
         frozenset({"kueue", "jobset", "volcano", "trainer"}),
         "the AI Conformance evidence names the suites' scenarios by node id",
     ),
+    "report/schedulers.py": (
+        frozenset({"kueue", "jobset", "volcano"}),
+        "the Kueue-or-Volcano table names the two schedulers and cites the suites' scenarios",
+    ),
+    "plugins/schedulers.py": (
+        frozenset({"kueue", "volcano"}),
+        "the Kueue-or-Volcano table's file name and Allure keys",
+    ),
     "cluster/charts/helm.py": (
         frozenset({"jobset"}),
         "a known upstream issue's URL (kubernetes-sigs/jobset)",
