@@ -20,7 +20,7 @@ import allure
 import pytest
 
 from kbc import apis, timeouts
-from kbc.jobs import bound, describe_pods
+from kbc.jobs import bound, describe_pods, phase_of
 from kbc.kube import Kube, Obj, hold_list, hold_together, wait_for_list
 from kbc.volcano import (
     ABORT_JOB,
@@ -64,13 +64,12 @@ def _live(pods: list[Obj]) -> list[Obj]:
     return [
         p
         for p in pods
-        if not p["metadata"].get("deletionTimestamp")
-        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        if not p["metadata"].get("deletionTimestamp") and phase_of(p) not in ("Succeeded", "Failed")
     ]
 
 
 def _running(pods: list[Obj]) -> list[Obj]:
-    return [p for p in _live(bound(pods)) if (p.get("status") or {}).get("phase") == "Running"]
+    return [p for p in _live(bound(pods)) if phase_of(p) == "Running"]
 
 
 def _evict_one(kube: Kube, namespace: str, pods: list[Obj]) -> str:
@@ -81,6 +80,30 @@ def _evict_one(kube: Kube, namespace: str, pods: list[Obj]) -> str:
 
 def _gang(name: str, queue: str, policies: list[dict[str, str]] | None = None) -> Obj:
     return vcjob(name, queue, replicas=GANG, min_available=GANG, cpu=SMALL_CPU, policies=policies or [])
+
+
+def _ends_killing_the_rest(kube: Kube, namespace: str, wanted: str, because: str, killed: str) -> None:
+    """vcjob gang reaches the final phase *wanted* (no other final phase) and every pod still running is
+    killed."""
+    others = {FAILED, ABORTED, COMPLETED} - {wanted}
+    wait_vcjob(
+        kube,
+        namespace,
+        "gang",
+        until=lambda j: phase(j) == wanted,
+        fail=lambda j: f"vcjob gang ended {phase(j)}, not {wanted}" if phase(j) in others else None,
+        what=f"vcjob gang to be {wanted} {because}",
+    )
+    wait_for_list(
+        kube,
+        apis.POD,
+        namespace=namespace,
+        labels={JOB_NAME_LABEL: "gang"},
+        until=lambda pods: not _live(pods),
+        describe=describe_pods,
+        timeout=timeouts.POD_START,
+        what=killed,
+    )
 
 
 @allure.story("PodEvicted -> RestartJob: one evicted pod restarts every pod of the gang")
@@ -211,29 +234,14 @@ def test_a_failed_pod_aborts_the_job(
         )
         create_vcjob(kube, namespace, job)
     with allure.step("the job is Aborted and its workers are killed"):
-        wait_vcjob(
+        _ends_killing_the_rest(
             kube,
             namespace,
-            "gang",
-            until=lambda j: phase(j) == ABORTED,
-            fail=lambda j: (
-                f"vcjob gang ended {phase(j)}, not {ABORTED}" if phase(j) in (FAILED, COMPLETED) else None
-            ),
-            what=f"vcjob gang to be {ABORTED} after its pod failed",
+            ABORTED,
+            "after its pod failed",
+            "every running pod of the aborted vcjob gang killed",
         )
-        wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={JOB_NAME_LABEL: "gang"},
-            until=lambda pods: not _live(pods),
-            describe=describe_pods,
-            timeout=timeouts.POD_START,
-            what="every running pod of the aborted vcjob gang killed",
-        )
-        failed = [
-            p for p in job_pods(kube, namespace, "gang") if (p.get("status") or {}).get("phase") == "Failed"
-        ]
+        failed = [p for p in job_pods(kube, namespace, "gang") if phase_of(p) == "Failed"]
         assert failed, "the failed pod that aborted the job should be kept, Failed"
 
 
@@ -258,25 +266,12 @@ def test_a_completed_chief_completes_the_job(
         )
         create_vcjob(kube, namespace, job)
     with allure.step("the job is Completed and its workers are killed"):
-        wait_vcjob(
+        _ends_killing_the_rest(
             kube,
             namespace,
-            "gang",
-            until=lambda j: phase(j) == COMPLETED,
-            fail=lambda j: (
-                f"vcjob gang ended {phase(j)}, not {COMPLETED}" if phase(j) in (FAILED, ABORTED) else None
-            ),
-            what=f"vcjob gang to be {COMPLETED} once its chief succeeded",
-        )
-        wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            labels={JOB_NAME_LABEL: "gang"},
-            until=lambda pods: not _live(pods),
-            describe=describe_pods,
-            timeout=timeouts.POD_START,
-            what="every worker of the completed vcjob gang killed",
+            COMPLETED,
+            "once its chief succeeded",
+            "every worker of the completed vcjob gang killed",
         )
 
 

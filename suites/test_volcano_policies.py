@@ -29,7 +29,7 @@ from kubernetes.utils.quantity import parse_quantity
 from kbc import apis, timeouts
 from kbc.errors import GpusBusy, NotEnoughGpus, ScenarioFailure
 from kbc.events import involved, wait_events
-from kbc.gpu import GpuNode, gpu_nodes, wait_gpus_left_free
+from kbc.gpu import Filler, GpuNode, gpu_nodes, wait_gpus_left_free
 from kbc.jobs import bound, describe_pods, node_of, requested_gpus
 from kbc.kube import Kube, Obj, hold_list, hold_together, wait_for_list
 from kbc.labels import GPU, PRODUCT_LABEL
@@ -78,6 +78,25 @@ def _live(pods: list[Obj]) -> list[Obj]:
     return [p for p in bound(pods) if not p["metadata"].get("deletionTimestamp")]
 
 
+# The preempt scenarios' two vcjobs: low holds both GPUs left free (one of its pods may be taken, its gang
+# is one), high asks for one.
+_PREEMPT_JOBS = {"low": (2, True), "high": (1, False)}
+
+
+def _preempt_job(key: str, queue: str, filler: Filler, priorities: dict[str, str]) -> Obj:
+    replicas, preemptable = _PREEMPT_JOBS[key]
+    return vcjob(
+        key,
+        queue,
+        replicas=replicas,
+        min_available=1,
+        cpu=SMALL_CPU,
+        node_selector=filler.node.selector,
+        preemptable=preemptable,
+        priority_class=priorities[key],
+    )
+
+
 # -- preempt ----------------------------------------------------------------------------------------
 
 
@@ -97,29 +116,11 @@ def test_preempt_evicts_a_lower_priority_job_in_its_own_queue(
     with allure.step("leave exactly 2 GPUs free on one GPU node; a low-priority vcjob takes both"):
         filler = wait_gpus_left_free(kube, namespace, free=2)
         node = filler.node.name
-        low = vcjob(
-            "low",
-            queue,
-            replicas=2,
-            min_available=1,
-            cpu=SMALL_CPU,
-            node_selector=filler.node.selector,
-            preemptable=True,
-            priority_class=priorities["low"],
-        )
+        low = _preempt_job("low", queue, filler, priorities)
         low_pg = wait_podgroup_of(kube, namespace, create_vcjob(kube, namespace, low))["metadata"]["name"]
         before = _uids(wait_vcjob_pods_running(kube, namespace, "low", 2, node=node))
     with allure.step("a high-priority vcjob of 1 GPU in the same Queue: preempt makes room for it"):
-        high = vcjob(
-            "high",
-            queue,
-            replicas=1,
-            min_available=1,
-            cpu=SMALL_CPU,
-            node_selector=filler.node.selector,
-            preemptable=False,
-            priority_class=priorities["high"],
-        )
+        high = _preempt_job("high", queue, filler, priorities)
         create_vcjob(kube, namespace, high)
         wait_vcjob_pods_running(kube, namespace, "high", 1, node=node)
     with allure.step("the victim is one pod of low, evicted by preempt; low runs on at its minimum"):
@@ -174,29 +175,11 @@ def test_preempt_never_takes_from_another_queue(
     ):
         filler = wait_gpus_left_free(kube, namespace, free=2)
         node = filler.node.name
-        low = vcjob(
-            "low",
-            held,
-            replicas=2,
-            min_available=1,
-            cpu=SMALL_CPU,
-            node_selector=filler.node.selector,
-            preemptable=True,
-            priority_class=priorities["low"],
-        )
+        low = _preempt_job("low", held, filler, priorities)
         create_vcjob(kube, namespace, low)
         before = _uids(wait_vcjob_pods_running(kube, namespace, "low", 2, node=node))
     with allure.step("a high-priority vcjob of 1 GPU in another Queue: enqueued, a preemptor, unplaced"):
-        high = vcjob(
-            "high",
-            other,
-            replicas=1,
-            min_available=1,
-            cpu=SMALL_CPU,
-            node_selector=filler.node.selector,
-            preemptable=False,
-            priority_class=priorities["high"],
-        )
+        high = _preempt_job("high", other, filler, priorities)
         high_pg = wait_podgroup_of(kube, namespace, create_vcjob(kube, namespace, high))["metadata"]["name"]
         # Inqueue is what makes it a candidate of the preempt action (actions/preempt/preempt.go:116).
         wait_podgroup(
