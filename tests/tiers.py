@@ -43,6 +43,17 @@ _SLOW_OPERATOR_SABOTAGES = {
     "flattened_to_kueues_default": "gate budget: the flattened timeout's hook, proven in the gate on the "
     "Job's eviction",
 }
+# The policies' sabotages (issue 42) whose hook the gate proves on a sibling and whose failure is a wait run
+# out at a quarter of its length.
+_POLICIES = "gate budget: a ClusterQueue's field changed, the hook cohort_reclaim_never proves in the gate"
+_LIFECYCLE = "gate budget: a vcjob's policies dropped, as volcano_restart_policy_dropped does in the gate"
+_SLOW_POLICY_SABOTAGES = {
+    f"{_SABOTAGE}[queueing_strict]": _POLICIES,
+    f"{_SABOTAGE}[preemption_borrow_never]": _POLICIES,
+    f"{_SABOTAGE}[preemption_within_lower_priority]": _POLICIES,
+    f"{_SABOTAGE}[volcano_abort_policy_dropped]": _LIFECYCLE,
+    f"{_SABOTAGE}[volcano_complete_policy_dropped]": _LIFECYCLE,
+}
 _CANARY = "tests/integration/test_upgrade_canary.py"
 # The gate runs the canary and its failure on a lost workload; the canary's other failures, each a canary of
 # its own (old pins installed, state made, upgraded), run nightly.
@@ -62,6 +73,7 @@ _CANARY_FAILURES = {
 # a node id with them (one parametrization).
 E2E_TESTS = {
     **_SLOW_OPERATOR_SABOTAGES,
+    **_SLOW_POLICY_SABOTAGES,
     **_CANARY_FAILURES,
     "tests/integration/test_platform.py": "a twin per platform: a local cluster per misconfiguration",
     "tests/integration/test_platform_racks_and_dra.py": "a twin per platform, with racks and DRA",
