@@ -32,6 +32,7 @@ def test_the_example_platform_holds_every_promise(tmp_path: Path) -> None:
         "reclaim",
         "priority",
         "quota-zero",
+        "queueing-strategy",
     }, kinds
     assert all(p["held"] for p in found.values()), [p for p in found.values() if not p["held"]]
     borrow = found["research/a100/nvidia.com/gpu/borrow"]
@@ -39,9 +40,9 @@ def test_the_example_platform_holds_every_promise(tmp_path: Path) -> None:
     assert "admitted 24 (16 nominal + 8 borrowed)" in borrow["did"], borrow
     assert "25 waited" in borrow["did"], borrow
     assert found["training/a100/nvidia.com/gpu/reclaim"]["measures"]["reclaimed"] is True
-    assert "platform example: 19 of 19 promises hold" in done.stdout, done.stdout[-3000:]
+    assert "platform example: 21 of 21 promises hold" in done.stdout, done.stdout[-3000:]
     summary = (report / "summary.md").read_text()
-    assert "## Platform example: 19 of 19 promises hold" in summary, summary
+    assert "## Platform example: 21 of 21 promises hold" in summary, summary
     junit = (report / "junit.xml").read_text()
     assert 'name="test_promise[research/a100/nvidia.com/gpu/borrow]"' in junit
 

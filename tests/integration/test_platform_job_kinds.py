@@ -41,7 +41,7 @@ def test_each_job_kind_a_team_submits_is_proven_with_a_gang_of_that_kind(tmp_pat
         assert "one of 33 waited" in did and "with no pod placed" in did, did
     # The RayJob's gang is its 2 GPU workers, and its head runs beside them asking for nothing.
     assert "its 3 pods running" in found["inference/serve/job-kind/RayJob"]["did"]
-    assert "platform ml-jobs" in done.stdout and "13 of 13 promises hold" in done.stdout, done.stdout[-3000:]
+    assert "platform ml-jobs" in done.stdout and "15 of 15 promises hold" in done.stdout, done.stdout[-3000:]
 
 
 def _without_pytorchjob(platform: Path) -> None:

@@ -20,11 +20,14 @@ from kbc.platform.promises import (
     LOCAL_QUEUE,
     NOMINAL,
     PRIORITY,
+    QUEUEING,
     QUOTA_ZERO,
     RECLAIM,
     RESOURCE_QUOTA,
     STATIC_LANE,
     TOPOLOGY,
+    VOLCANO_DESERVED,
+    VOLCANO_GUARANTEE,
     VOLCANO_QUEUE,
     borrowable,
     lanes,
@@ -64,18 +67,15 @@ def test_the_example_platform_reads_as_documented(example: Platform) -> None:
     ]
 
 
-def test_the_example_platform_makes_nineteen_promises_of_every_kueue_kind(example: Platform) -> None:
+def test_the_example_platform_makes_twenty_one_promises_of_every_kueue_kind(example: Platform) -> None:
     promises = derive(example)
-    assert len(promises) == 19
-    assert len({p.id for p in promises}) == 19, "ids are unique"
-    assert {p.kind for p in promises} == set(KINDS) - {VOLCANO_QUEUE, FAIR_SHARING, TOPOLOGY, JOB_KIND}, (
+    assert len(promises) == 21
+    assert len({p.id for p in promises}) == 21, "ids are unique"
+    absent = {VOLCANO_QUEUE, VOLCANO_GUARANTEE, VOLCANO_DESERVED, FAIR_SHARING, TOPOLOGY, JOB_KIND}
+    assert {p.kind for p in promises} == set(KINDS) - absent, (
         "no Volcano, no fair sharing, no topology, no job kinds but Jobs"
     )
-    counts = {
-        kind: sum(p.kind == kind for p in promises)
-        for kind in KINDS
-        if kind not in (VOLCANO_QUEUE, FAIR_SHARING, TOPOLOGY, JOB_KIND)
-    }
+    counts = {kind: sum(p.kind == kind for p in promises) for kind in KINDS if kind not in absent}
     assert counts == {
         LOCAL_QUEUE: 3,
         FLAVOR: 2,
@@ -85,6 +85,7 @@ def test_the_example_platform_makes_nineteen_promises_of_every_kueue_kind(exampl
         RECLAIM: 2,
         PRIORITY: 2,
         QUOTA_ZERO: 1,
+        QUEUEING: 2,
     }
     ids = by_id(promises)
     for pid in (
@@ -144,7 +145,7 @@ def test_the_example_promises_run_in_lanes(example: Platform) -> None:
     assert by_id(promises)["sandbox/quota-zero"].lane == "cluster-queue/sandbox"
     grouped = lanes(promises)
     assert list(grouped) == [STATIC_LANE, "cohort/shared-gpu", "cluster-queue/sandbox"]
-    assert len(grouped[STATIC_LANE]) == 4 and len(grouped["cohort/shared-gpu"]) == 14
+    assert len(grouped[STATIC_LANE]) == 4 and len(grouped["cohort/shared-gpu"]) == 16
     assert lanes([]) == {STATIC_LANE: []}
 
 
@@ -233,7 +234,11 @@ def test_a_cluster_queue_of_memory_only_makes_no_quota_promise(tmp_path: Path) -
 
 def test_a_cpu_quota_counts_in_whole_cores(tmp_path: Path) -> None:
     platform = queues(tmp_path, cluster_queue("cpu", resource="cpu", nominalQuota=8), local_queue("q", "cpu"))
-    assert [p.id for p in derive(platform)] == ["ml/q/local-queue", "cpu/a100/cpu/nominal"]
+    assert [p.id for p in derive(platform)] == [
+        "ml/q/local-queue",
+        "cpu/a100/cpu/nominal",
+        "cpu/queueing-strategy",
+    ]
     halves = queues(
         tmp_path / "halves",
         cluster_queue("cpu", resource="cpu", nominalQuota="500m"),
@@ -338,7 +343,7 @@ def test_a_cohort_with_a_parent_makes_no_borrow_or_reclaim_promise(tmp_path: Pat
         local_queue("b", "b"),
     )
     assert platform.cohorts["c"].parent == "org"
-    assert {p.kind for p in derive(platform)} == {LOCAL_QUEUE, NOMINAL}
+    assert {p.kind for p in derive(platform)} == {LOCAL_QUEUE, NOMINAL, QUEUEING}
 
 
 def test_a_volcano_queue_s_gpu_capability_is_a_promise_proven_last(tmp_path: Path) -> None:
