@@ -8,10 +8,10 @@ from kbc import apis
 from kbc.components.kuberay import RayRuntime
 from kbc.dra import Device, devices, serves_dra
 from kbc.errors import ClusterError
-from kbc.gpu import gpu_pods_run
+from kbc.gpu import GpuNode, gpu_nodes, gpu_pods_run
 from kbc.kube import Kube
 from kbc.kueue import Member, Preemption, QueueFactory, Queues
-from kbc.labels import DRA_CLASS, DRA_DRIVER, GPU
+from kbc.labels import BLOCK_LABEL, DRA_CLASS, DRA_DRIVER, GPU, RACK_LABEL
 
 
 @pytest.fixture
@@ -67,3 +67,30 @@ def gpu_programs_run(kube: Kube) -> None:
             f"the {count} GPU nodes here are kwok's fake nodes, whose pods run no process, so no "
             "rendezvous can happen: run it where pods really run (--provider kind)"
         )
+
+
+@pytest.fixture
+def racks(kube: Kube) -> list[GpuNode]:
+    """The GPU nodes of the product with the most nodes, each in a rack of its own; two of them at least."""
+    nodes = gpu_nodes(kube)
+    by_product: dict[str, list[GpuNode]] = {}
+    for node in nodes:
+        by_product.setdefault(node.product, []).append(node)
+    chosen = max(by_product.values(), key=len, default=[])
+    if len(chosen) < 2:
+        pytest.skip(
+            f"topology scenarios need two GPU nodes of one product; this cluster has {sorted(by_product)}"
+        )
+    unlabelled = [n.name for n in chosen if RACK_LABEL not in n.labels or BLOCK_LABEL not in n.labels]
+    if unlabelled:
+        # What the provider gave the nodes is the harness's to get right: the pools declare the levels.
+        raise ClusterError(
+            f"GPU nodes {', '.join(unlabelled)} carry no {RACK_LABEL}/{BLOCK_LABEL} label: Kueue's Topology "
+            "levels and the racks of Volcano's HyperNodes are read from node labels (manifests/nodes declare "
+            "them; label your nodes so elsewhere)"
+        )
+    if len({n.labels[RACK_LABEL] for n in chosen}) < 2:
+        pytest.skip(f"the {chosen[0].product} nodes share one rack: no rack can be compared with another")
+    if any(n.free != n.allocatable for n in chosen):
+        raise ClusterError(f"these scenarios need the {chosen[0].product} nodes' GPUs free: {chosen}")
+    return chosen

@@ -18,8 +18,7 @@ from collections.abc import Iterator
 import allure
 import pytest
 
-from kbc.errors import ClusterError
-from kbc.gpu import GpuNode, fill_node, gpu_nodes
+from kbc.gpu import GpuNode, fill_node
 from kbc.jobs import wait_pods_running
 from kbc.kube import Kube, Obj, condition
 from kbc.kueue import QueueFactory, Queues, hold_suspended, wait_admitted, wait_pending, wait_workload_of
@@ -38,32 +37,6 @@ pytestmark = [
 LEVELS = (BLOCK_LABEL, RACK_LABEL, HOSTNAME_LABEL)
 PER_POD = 4
 """GPUs each gang pod asks for: two make a rack's (a node's) 8."""
-
-
-@pytest.fixture
-def racks(kube: Kube) -> list[GpuNode]:
-    """The GPU nodes of the product with the most nodes, each in a rack of its own; two of them at least."""
-    nodes = gpu_nodes(kube)
-    by_product: dict[str, list[GpuNode]] = {}
-    for node in nodes:
-        by_product.setdefault(node.product, []).append(node)
-    chosen = max(by_product.values(), key=len, default=[])
-    if len(chosen) < 2:
-        pytest.skip(
-            f"topology scenarios need two GPU nodes of one product; this cluster has {sorted(by_product)}"
-        )
-    unlabelled = [n.name for n in chosen if RACK_LABEL not in n.labels or BLOCK_LABEL not in n.labels]
-    if unlabelled:
-        # What the provider gave the nodes is the harness's to get right: the pools declare the levels.
-        raise ClusterError(
-            f"GPU nodes {', '.join(unlabelled)} carry no {RACK_LABEL}/{BLOCK_LABEL} label: the Topology's "
-            "levels must be node labels (manifests/nodes declare them; label your nodes so elsewhere)"
-        )
-    if len({n.labels[RACK_LABEL] for n in chosen}) < 2:
-        pytest.skip(f"the {chosen[0].product} nodes share one rack: no rack can be compared with another")
-    if any(n.free != n.allocatable for n in chosen):
-        raise ClusterError(f"these scenarios need the {chosen[0].product} nodes' GPUs free: {chosen}")
-    return chosen
 
 
 @pytest.fixture

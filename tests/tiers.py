@@ -78,6 +78,7 @@ E2E_TESTS = {
     "tests/integration/test_platform.py": "a twin per platform: a local cluster per misconfiguration",
     "tests/integration/test_platform_racks_and_dra.py": "a twin per platform, with racks and DRA",
     "tests/integration/test_platform_job_kinds.py": "a twin per platform, with the job kinds' operators",
+    "tests/integration/test_platform_policies.py": "a twin per platform, with Kueue's and Volcano's policies",
     "tests/integration/test_upgrade_load.py": "the canary under load: 100 queues, 5,000 workloads",
     "tests/integration/test_kueue_perf.py::test_a_run_cancelled_with_sigterm_removes_its_cluster_and_stops_"
     "everything": "Kueue's performance runner on a cluster of its own",
