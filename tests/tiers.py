@@ -53,6 +53,11 @@ _SLOW_POLICY_SABOTAGES = {
     f"{_SABOTAGE}[preemption_within_lower_priority]": _POLICIES,
     f"{_SABOTAGE}[volcano_abort_policy_dropped]": _LIFECYCLE,
     f"{_SABOTAGE}[volcano_complete_policy_dropped]": _LIFECYCLE,
+    f"{_SABOTAGE}[volcano_min_available_all]": "gate budget: a vcjob's minAvailable rewritten, as "
+    "volcano_gang_min_one does in the gate",
+    f"{_SABOTAGE}_with_volcano_plugin_network_topology_aware[volcano-plugin-network-topology-aware-"
+    "volcano_topology_hard]": "gate budget: a vcjob's networkTopology mode flipped, as volcano_topology_soft "
+    "does in the gate",
 }
 _CANARY = "tests/integration/test_upgrade_canary.py"
 # The gate runs the canary and its failure on a lost workload; the canary's other failures, each a canary of

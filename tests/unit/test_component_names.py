@@ -46,16 +46,14 @@ ALLOWED: dict[str, tuple[frozenset[str], str]] = {
             "platform/_load.py",
             "platform/_references.py",
             "platform/generate.py",
+            "platform/promises.py",
         )
     },
     **{
         module: (frozenset({"volcano"}), "the platform twin's Volcano promises")
-        for module in ("platform/_promise.py", "platform/_volcano.py")
+        for module in ("platform/_promise.py", "platform/_volcano.py", "platform/_volcano_promises.py")
     },
-    **{
-        module: (frozenset({"kueue", "volcano"}), "the platform twin's Kueue and Volcano promises")
-        for module in ("platform/model.py", "platform/promises.py")
-    },
+    "platform/model.py": (frozenset({"kueue", "volcano"}), "the platform twin's Kueue and Volcano promises"),
     "platform/_kinds.py": (frozenset({"trainer"}), "a TrainJob's field spec.trainer, which its probe fills"),
     "report/ai_evidence.py": (
         frozenset({"kueue", "jobset", "volcano", "trainer"}),
