@@ -34,6 +34,11 @@ SCENARIOS = [
     # KubeRay's pods on the Ray image built from PyPI's wheels: a RayJob's whole cluster runs Ray, admitted
     # whole by Kueue while a second waits without a pod.
     "suites/test_rayjob.py::test_a_rayjob_is_admitted_whole_and_a_second_waits_without_a_pod",
+    # Volcano's job lifecycle where containers really exit: a failed pod's `sh -c "sleep 3; exit 1"` and a
+    # chief's success reach vc-controller-manager as kubelet reports them (on local, kwok's stages end them).
+    "suites/test_volcano_lifecycle.py::test_a_failed_pod_aborts_the_job",
+    "suites/test_volcano_lifecycle.py::test_a_completed_chief_completes_the_job",
+    "suites/test_volcano_lifecycle.py::test_max_retry_bounds_the_restarts",
 ]
 # The DRA scenario that only a driver's kubelet plugin can pass runs (and is sabotaged) on kind only: on the
 # local provider the harness publishes the slices and it skips, so test_dra_can_fail.py cannot break it.
