@@ -4,6 +4,9 @@ own, is accepted. The names are read from the pinned module's factories."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,33 @@ def test_cluster_up_refuses_it_and_starts_nothing(
     assert not (tmp_path / "cache" / "clusters").exists() or not any(
         (tmp_path / "cache" / "clusters").iterdir()
     )
+
+
+def test_a_pytest_session_refuses_it_before_collecting_anything(tmp_path: Path) -> None:
+    """The plugin checks at session start: a usage error (exit code 4) naming the plugin, nothing started."""
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "suites/test_volcano.py",
+            "-p",
+            "no:randomly",
+            "-n",
+            "0",
+            "-k",
+            "no_such_scenario",
+            "--config",
+            "volcano:tiers=[{plugins: [{name: gangx}]}]",
+        ],
+        cwd=repo,
+        env={**os.environ, "KBC_CACHE_DIR": str(tmp_path / "cache")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "plugin 'gangx' is not one it has" in done.stderr, done.stderr
+    assert not (tmp_path / "cache" / "clusters").exists()
