@@ -33,7 +33,7 @@ from kbc import apis, timeouts
 from kbc.errors import GpusBusy
 from kbc.events import involved, wait_events
 from kbc.gpu import gpu_nodes, wait_gpus_left_free
-from kbc.jobs import bound, describe_pods, node_of, requested_gpus
+from kbc.jobs import bound, describe_pods, gpus_held
 from kbc.kube import Kube, Obj, condition, hold_list, hold_object, hold_together, labels_of, wait_for_list
 from kbc.labels import GPU
 from kbc.volcano import (
@@ -76,15 +76,9 @@ SMALL_CPU = "100m"
 # -- helpers ----------------------------------------------------------------------------------------
 
 
-def gpus_held(pods: list[Obj], queue: str) -> int:
+def queue_gpus(pods: list[Obj], queue: str) -> int:
     """GPUs held by the pods of *queue*'s jobs: bound, not finished and not being evicted."""
-    return sum(
-        requested_gpus(p)
-        for p in pods
-        if labels_of(p).get(QUEUE_NAME_LABEL) == queue
-        and node_of(p)
-        and not p["metadata"].get("deletionTimestamp")
-    )
+    return gpus_held([p for p in pods if labels_of(p).get(QUEUE_NAME_LABEL) == queue])
 
 
 # -- gang -------------------------------------------------------------------------------------------
@@ -412,13 +406,13 @@ def test_reclaim_between_queues_follows_their_weights(
 
     def shares(pods: list[Obj]) -> str:
         return (
-            f"weight-{LOW_WEIGHT} queue holds {gpus_held(pods, queues.low)} GPUs (its share: {low_keeps}), "
-            f"weight-{HIGH_WEIGHT} queue holds {gpus_held(pods, queues.high)} "
+            f"weight-{LOW_WEIGHT} queue holds {queue_gpus(pods, queues.low)} GPUs (its share: {low_keeps}), "
+            f"weight-{HIGH_WEIGHT} queue holds {queue_gpus(pods, queues.high)} "
             f"(its share: {high_share}) of {total}"
         )
 
     def beyond_share(pods: list[Obj]) -> str | None:
-        high, low = gpus_held(pods, queues.high), gpus_held(pods, queues.low)
+        high, low = queue_gpus(pods, queues.high), queue_gpus(pods, queues.low)
         if high > high_share:
             return f"{shares(pods)}: the weight-{HIGH_WEIGHT} queue got more than its weights entitle it to"
         if low < low_keeps:
@@ -426,7 +420,7 @@ def test_reclaim_between_queues_follows_their_weights(
         return None
 
     def at_shares(pods: list[Obj]) -> bool:
-        return gpus_held(pods, queues.high) == high_share and gpus_held(pods, queues.low) == low_keeps
+        return queue_gpus(pods, queues.high) == high_share and queue_gpus(pods, queues.low) == low_keeps
 
     with allure.step(f"reclaim evicts low's pods until the queues hold {low_keeps} and {high_share} GPUs"):
         wait_for_list(

@@ -24,10 +24,10 @@ from kubernetes.utils.quantity import parse_quantity
 
 from kbc import apis, timeouts
 from kbc.errors import ScenarioFailure
-from kbc.gpu import GpuNode, fill_node, gpu_nodes
+from kbc.gpu import GpuNode, allocatable_gpus, fill_node, gpu_nodes
 from kbc.jobs import bound, describe_pods, node_of, wait_pods_running
 from kbc.kube import Kube, Obj, hold_list, wait_for_list
-from kbc.labels import GPU, HOSTNAME_LABEL
+from kbc.labels import HOSTNAME_LABEL
 from kbc.volcano import JOB_NAME_LABEL, TASK_SPEC_LABEL, VolcanoQueueFactory, create_vcjob
 from kbc.workloads import vcjob, vcjob_task
 
@@ -40,12 +40,11 @@ CPU_HEAVY = Fraction(3, 5)
 
 def _totals(kube: Kube) -> tuple[Fraction, Fraction]:
     """Every node's allocatable CPU and GPUs summed: the totals drf divides by."""
-    cpu, gpus = Fraction(0), Fraction(0)
-    for node in kube.list(apis.NODE):
-        allocatable = node["status"].get("allocatable") or {}
-        cpu += Fraction(str(parse_quantity(allocatable.get("cpu", "0"))))
-        gpus += Fraction(str(parse_quantity(allocatable.get(GPU, "0"))))
-    return cpu, gpus
+    nodes = kube.list(apis.NODE)
+    cpu = sum(
+        Fraction(str(parse_quantity((n["status"].get("allocatable") or {}).get("cpu", "0")))) for n in nodes
+    )
+    return Fraction(cpu), Fraction(sum(allocatable_gpus(n) for n in nodes))
 
 
 def _two_free_nodes(kube: Kube) -> tuple[GpuNode, GpuNode]:

@@ -20,7 +20,7 @@ import allure
 import pytest
 
 from kbc import apis, timeouts
-from kbc.jobs import bound, describe_pods, phase_of
+from kbc.jobs import bound, describe_pods, phase_of, uids
 from kbc.kube import Kube, Obj, hold_list, hold_together, wait_for_list
 from kbc.volcano import (
     ABORT_JOB,
@@ -53,10 +53,6 @@ GANG = 3
 # How long the failing and the completing pods run before they end.
 ENDS_AFTER = "3s"
 MAX_RETRY = 2
-
-
-def _uids(pods: list[Obj]) -> set[str]:
-    return {p["metadata"]["uid"] for p in pods}
 
 
 def _live(pods: list[Obj]) -> list[Obj]:
@@ -114,7 +110,7 @@ def test_an_evicted_pod_restarts_the_whole_gang(
     with allure.step(f"a gang of {GANG} with the policy PodEvicted -> RestartJob, all Running"):
         create_vcjob(kube, namespace, _gang("gang", queue, policies=[policy(POD_EVICTED, RESTART_JOB)]))
         first = wait_vcjob_pods_running(kube, namespace, "gang", GANG)
-        before = _uids(first)
+        before = uids(first)
     with allure.step("evict one of its pods, as a node drain does"):
         victim = _evict_one(kube, namespace, first)
         allure.attach(victim, name="evicted", attachment_type=allure.attachment_type.TEXT)
@@ -132,7 +128,7 @@ def test_an_evicted_pod_restarts_the_whole_gang(
             apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "gang"},
-            until=lambda pods: len(_running(pods)) == GANG and not _uids(_running(pods)) & before,
+            until=lambda pods: len(_running(pods)) == GANG and not uids(_running(pods)) & before,
             describe=describe_pods,
             timeout=timeouts.POD_START,
             what=f"all {GANG} pods of vcjob gang made again (none of its first pods left) and Running",
@@ -160,11 +156,11 @@ def test_without_a_policy_an_evicted_pod_is_replaced_alone(
         kept = {p["metadata"]["uid"] for p in first if p["metadata"]["name"] != victim}
 
     def replaced_alone(pods: list[Obj]) -> bool:
-        running = _uids(_running(pods))
+        running = uids(_running(pods))
         return len(running) == GANG and kept <= running
 
     def restarted(pods: list[Obj]) -> str | None:
-        gone = kept - _uids(_live(pods))
+        gone = kept - uids(_live(pods))
         return f"pods the eviction did not touch were removed too: {sorted(gone)}" if gone else None
 
     def no_retry(job: Obj) -> str | None:

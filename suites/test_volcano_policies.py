@@ -30,7 +30,7 @@ from kbc import apis, timeouts
 from kbc.errors import GpusBusy, NotEnoughGpus, ScenarioFailure
 from kbc.events import involved, wait_events
 from kbc.gpu import Filler, GpuNode, gpu_nodes, wait_gpus_left_free
-from kbc.jobs import bound, describe_pods, node_of, requested_gpus
+from kbc.jobs import bound, describe_pods, gpus_held, holding, node_of, uids
 from kbc.kube import Kube, Obj, hold_list, hold_together, wait_for_list
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.volcano import (
@@ -67,15 +67,6 @@ CPU_SHARE = 8
 # And for a little memory: binpack scores only the resources a pod asks for, so a pod asking for CPU alone
 # gets binpack's whole weight on CPU, which then outweighs the spreading terms (docs/suites.md).
 PLACED_MEMORY = "64Mi"
-
-
-def _uids(pods: list[Obj]) -> set[str]:
-    return {p["metadata"]["uid"] for p in pods}
-
-
-def _live(pods: list[Obj]) -> list[Obj]:
-    """Pods bound and not being deleted."""
-    return [p for p in bound(pods) if not p["metadata"].get("deletionTimestamp")]
 
 
 # The preempt scenarios' two vcjobs: low holds both GPUs left free (one of its pods may be taken, its gang
@@ -118,7 +109,7 @@ def test_preempt_evicts_a_lower_priority_job_in_its_own_queue(
         node = filler.node.name
         low = _preempt_job("low", queue, filler, priorities)
         low_pg = wait_podgroup_of(kube, namespace, create_vcjob(kube, namespace, low))["metadata"]["name"]
-        before = _uids(wait_vcjob_pods_running(kube, namespace, "low", 2, node=node))
+        before = uids(wait_vcjob_pods_running(kube, namespace, "low", 2, node=node))
     with allure.step("a high-priority vcjob of 1 GPU in the same Queue: preempt makes room for it"):
         high = _preempt_job("high", queue, filler, priorities)
         create_vcjob(kube, namespace, high)
@@ -147,8 +138,8 @@ def test_preempt_evicts_a_lower_priority_job_in_its_own_queue(
             timeout=timeouts.SHORT,
             what=f"a Normal {EVICT} event (preempt) on PodGroup {low_pg}",
         )
-        running = _live(job_pods(kube, namespace, "low"))
-        assert len(running) == 1 and _uids(running) <= before, (
+        running = holding(job_pods(kube, namespace, "low"))
+        assert len(running) == 1 and uids(running) <= before, (
             "low should keep exactly one of its first pods on the one GPU left to it:\n"
             + describe_pods(running)
         )
@@ -177,7 +168,7 @@ def test_preempt_never_takes_from_another_queue(
         node = filler.node.name
         low = _preempt_job("low", held, filler, priorities)
         create_vcjob(kube, namespace, low)
-        before = _uids(wait_vcjob_pods_running(kube, namespace, "low", 2, node=node))
+        before = uids(wait_vcjob_pods_running(kube, namespace, "low", 2, node=node))
     with allure.step("a high-priority vcjob of 1 GPU in another Queue: enqueued, a preemptor, unplaced"):
         high = _preempt_job("high", other, filler, priorities)
         high_pg = wait_podgroup_of(kube, namespace, create_vcjob(kube, namespace, high))["metadata"]["name"]
@@ -191,7 +182,7 @@ def test_preempt_never_takes_from_another_queue(
         )
 
     def low_untouched(pods: list[Obj]) -> bool:
-        return _uids(_live(pods)) == before
+        return uids(holding(pods)) == before
 
     def no_eviction(events: list[Obj]) -> bool:
         return not events
@@ -264,14 +255,11 @@ def test_a_queue_guarantee_is_held_back_from_other_queues(
     )
     open_queue = make_volcano_queue("vc-open")
 
-    def held(pods: list[Obj]) -> int:
-        return sum(requested_gpus(p) for p in _live(pods))
-
     def beyond(pods: list[Obj]) -> str | None:
-        if held(pods) > others_get:
+        if gpus_held(pods) > others_get:
             return (
-                f"vcjob greedy holds {held(pods)} GPUs, more than the {others_get} the cluster's {total} "
-                f"less Queue {reserved}'s guarantee of {GUARANTEED} leave to other Queues"
+                f"vcjob greedy holds {gpus_held(pods)} GPUs, more than the {others_get} the cluster's "
+                f"{total} less Queue {reserved}'s guarantee of {GUARANTEED} leave to other Queues"
             )
         return None
 
@@ -284,7 +272,7 @@ def test_a_queue_guarantee_is_held_back_from_other_queues(
             apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "greedy"},
-            until=lambda pods: held(pods) == others_get,
+            until=lambda pods: gpus_held(pods) == others_get,
             fail=beyond,
             describe=describe_pods,
             timeout=timeouts.POD_START,
@@ -295,7 +283,7 @@ def test_a_queue_guarantee_is_held_back_from_other_queues(
             apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "greedy"},
-            holds=lambda pods: held(pods) == others_get,
+            holds=lambda pods: gpus_held(pods) == others_get,
             describe=lambda pods: beyond(pods) or describe_pods(pods),
             what=f"vcjob greedy holding {others_get} GPUs with {GUARANTEED} free beside it",
         )
@@ -308,7 +296,7 @@ def test_a_queue_guarantee_is_held_back_from_other_queues(
             apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "greedy"},
-            until=lambda pods: held(pods) == total,
+            until=lambda pods: gpus_held(pods) == total,
             describe=describe_pods,
             timeout=timeouts.POD_START,
             what=f"vcjob greedy to hold all {total} GPUs once no guarantee holds any back",
@@ -355,7 +343,7 @@ def test_min_available_below_replicas_starts_at_the_minimum_and_grows(
             apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "elastic"},
-            until=lambda pods: len(pods) == replicas and len(_live(pods)) == minimum,
+            until=lambda pods: len(pods) == replicas and len(holding(pods)) == minimum,
             fail=over,
             describe=describe_pods,
             timeout=timeouts.POD_START,
@@ -373,7 +361,7 @@ def test_min_available_below_replicas_starts_at_the_minimum_and_grows(
             apis.POD,
             namespace=namespace,
             labels={JOB_NAME_LABEL: "elastic"},
-            holds=lambda pods: len(_live(pods)) == minimum,
+            holds=lambda pods: len(holding(pods)) == minimum,
             describe=describe_pods,
             what=f"vcjob elastic running at its minimum of {minimum} pods",
         )
