@@ -65,7 +65,8 @@ PLACED = 4
 # (leastrequested, balancedresource) see each pod; a few millicores would leave them tied.
 CPU_SHARE = 8
 # And for a little memory: binpack scores only the resources a pod asks for, so a pod asking for CPU alone
-# gets binpack's whole weight on CPU, which then outweighs the spreading terms (docs/suites.md).
+# gets binpack's whole weight on CPU, which ties it with the spreading terms to within a point
+# (docs/suites.md); with memory asked for, the spreading terms win by several.
 PLACED_MEMORY = "64Mi"
 
 
