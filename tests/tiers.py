@@ -43,10 +43,12 @@ _SLOW_OPERATOR_SABOTAGES = {
     "flattened_to_kueues_default": "gate budget: the flattened timeout's hook, proven in the gate on the "
     "Job's eviction",
 }
-# The policies' sabotages (issue 42) whose hook the gate proves on a sibling and whose failure is a wait run
-# out at a quarter of its length.
+# The policies' sabotages (issue 42) whose hook the gate proves on a sibling: most fail by a wait run out,
+# at a quarter of its length, or need a cluster configured for them.
 _POLICIES = "gate budget: a ClusterQueue's field changed, the hook cohort_reclaim_never proves in the gate"
 _LIFECYCLE = "gate budget: a vcjob's policies dropped, as volcano_restart_policy_dropped does in the gate"
+_VCJOB_FIELD = "gate budget: a vcjob's field rewritten, as volcano_restart_policy_dropped does in the gate"
+_TOPOLOGY = "gate budget: a vcjob's placement rewritten, as volcano_topology_one_rack does in the gate"
 _SLOW_POLICY_SABOTAGES = {
     f"{_SABOTAGE}[queueing_strict]": _POLICIES,
     f"{_SABOTAGE}[preemption_borrow_never]": _POLICIES,
@@ -56,8 +58,13 @@ _SLOW_POLICY_SABOTAGES = {
     f"{_SABOTAGE}[volcano_min_available_all]": "gate budget: a vcjob's minAvailable rewritten, as "
     "volcano_gang_min_one does in the gate",
     f"{_SABOTAGE}_with_volcano_plugin_network_topology_aware[volcano-plugin-network-topology-aware-"
-    "volcano_topology_hard]": "gate budget: a vcjob's networkTopology mode flipped, as volcano_topology_soft "
-    "does in the gate",
+    "volcano_topology_hard]": _TOPOLOGY,
+    f"{_SABOTAGE}_with_volcano_plugin_network_topology_aware[volcano-plugin-network-topology-aware-"
+    "volcano_topology_soft]": _TOPOLOGY,
+    f"{_SABOTAGE}[volcano_equal_weights]": "gate budget: a Volcano Queue's field rewritten, as "
+    "volcano_queue_uncapped does in the gate",
+    f"{_SABOTAGE}[volcano_priorities_dropped]": _VCJOB_FIELD,
+    f"{_SABOTAGE}[volcano_max_retry_raised]": _VCJOB_FIELD,
 }
 _CANARY = "tests/integration/test_upgrade_canary.py"
 # The gate runs the canary and its failure on a lost workload; the canary's other failures, each a canary of
