@@ -1,51 +1,36 @@
-"""Volcano: gang scheduling, a queue capped at zero, and reclaim between queues by weight.
+"""Volcano: gang scheduling and a queue capped at zero (reclaim: ``test_volcano_reclaim.py``).
 
-Against the real vc-controller-manager and vc-scheduler (the chart's actions and plugins; the reclaim
-scenario needs the preempt and reclaim actions too, which the harness merges into the chart's scheduler
-configuration), these scenarios prove that
+Against the real vc-controller-manager and vc-scheduler with the chart's actions and plugins, these
+scenarios prove that
 
 - a vcjob gang (``minAvailable`` = all 4 pods) on a node with only 3 free GPUs binds no pod at
   all for as long as it does not fit, and its PodGroup says why (``Unschedulable`` /
   ``NotEnoughResources``, "<n>/4 tasks in gang unschedulable"); it binds whole once a 4th GPU is free;
 - a Queue whose ``capability`` allows zero GPUs keeps a GPU vcjob's PodGroup ``Pending`` (never
   ``Inqueue``) with zero pods, reporting "queue resource quota insufficient"; raising the
-  capability lets it through ``Inqueue`` to ``Running``;
-- two Queues weighted 1 and 3: when the weight-3 queue asks for the GPUs the weight-1 queue
-  holds, reclaim evicts the weight-1 queue's pods until each holds the share the proportion
-  plugin entitles it to (the weighted split of the cluster's GPUs), and no further.
-
-Found on the way (kept as is, since it is the chart's default gang plugin): reclaim serves a job
-only while it is *starving*, which the gang plugin takes to mean "below its minAvailable". A single
-job with minAvailable 1 in the weight-3 queue therefore reclaims one GPU and stops; demand spread
-over one-GPU jobs gets the full share. ``enableJobStarving: false`` on the gang plugin would let a
-single job reach the share too (it also changes what the preempt action does).
+  capability lets it through ``Inqueue`` to ``Running``.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import allure
 import pytest
 
 from kbc import apis, timeouts
-from kbc.errors import GpusBusy
-from kbc.events import involved, wait_events
-from kbc.gpu import gpu_nodes, wait_gpus_left_free
-from kbc.jobs import bound, describe_pods, gpus_held
-from kbc.kube import Kube, Obj, condition, hold_list, hold_object, hold_together, labels_of, wait_for_list
+from kbc.events import wait_events
+from kbc.gpu import wait_gpus_left_free
+from kbc.jobs import bound, describe_pods
+from kbc.kube import Kube, Obj, condition, hold_list, hold_object, hold_together, wait_for_list
 from kbc.labels import GPU
 from kbc.volcano import (
-    EVICT,
-    EVICTED_BY_RECLAIM,
     GANG_UNSCHEDULABLE,
     INQUEUE,
     JOB_NAME_LABEL,
     NOT_ENOUGH_RESOURCES,
     PENDING,
     PODGROUP_PENDING,
-    QUEUE_NAME_LABEL,
     QUOTA_INSUFFICIENT,
     RUNNING,
     UNSCHEDULABLE,
@@ -61,24 +46,13 @@ from kbc.volcano import (
     wait_vcjob_phase,
     wait_vcjob_pods_running,
 )
-from kbc.volcano.settings import PREEMPT_AND_RECLAIM
 from kbc.workloads import vcjob
 
 pytestmark = [pytest.mark.volcano, allure.epic("Volcano")]
 
 GANG_SIZE = 4
-# Weights of the two queues in the reclaim scenario, and the low job's gang minimum.
-LOW_WEIGHT, HIGH_WEIGHT, LOW_MIN_AVAILABLE = 1, 3, 1
 # Small CPU requests keep GPUs the only resource a queue's deserved share can run out of.
 SMALL_CPU = "100m"
-
-
-# -- helpers ----------------------------------------------------------------------------------------
-
-
-def queue_gpus(pods: list[Obj], queue: str) -> int:
-    """GPUs held by the pods of *queue*'s jobs: bound, not finished and not being evicted."""
-    return gpus_held([p for p in pods if labels_of(p).get(QUEUE_NAME_LABEL) == queue])
 
 
 # -- gang -------------------------------------------------------------------------------------------
@@ -321,172 +295,3 @@ def test_queue_capability_zero_holds_the_job_until_raised(
         assert INQUEUE in phases, f"PodGroup {pg_name} should pass through Inqueue; phases seen: {phases}"
         wait_vcjob_pods_running(kube, namespace, "capped", pods)
         wait_vcjob_phase(kube, namespace, "capped", RUNNING)
-
-
-# -- cohort: reclaim by weight ----------------------------------------------------------------------
-
-
-@dataclass
-class WeightedQueues:
-    """Two reclaimable Queues: ``low`` (weight 1) and ``high`` (weight 3)."""
-
-    low: str
-    high: str
-
-
-@pytest.fixture
-def weighted_queues(make_volcano_queue: VolcanoQueueFactory) -> WeightedQueues:
-    """Queues weighted 1 and 3, both reclaimable (reclaim takes only from a reclaimable queue)."""
-    return WeightedQueues(
-        low=make_volcano_queue("vc-low", weight=LOW_WEIGHT),
-        high=make_volcano_queue("vc-high", weight=HIGH_WEIGHT),
-    )
-
-
-@pytest.mark.cohort
-@pytest.mark.serial
-@pytest.mark.needs(PREEMPT_AND_RECLAIM)
-@allure.feature("cohort")
-@allure.story(
-    "a weight-3 queue reclaims GPUs from a weight-1 queue that holds them all, up to its weighted share"
-)
-def test_reclaim_between_queues_follows_their_weights(
-    kube: Kube, namespace: str, weighted_queues: WeightedQueues
-) -> None:
-    queues = weighted_queues
-    with allure.step("count the cluster's GPUs; all must be free"):
-        nodes = gpu_nodes(kube)
-        total = sum(n.allocatable for n in nodes)
-        busy = [
-            f"{n.name}: {n.allocatable - n.free} of {n.allocatable} held"
-            for n in nodes
-            if n.free != n.allocatable
-        ]
-        if total == 0 or busy:
-            # The cluster's state, not Volcano's doing: broken, as test_fake_gpu's NotEnoughGpus.
-            raise GpusBusy(busy)
-        # The test oracle, not a scheduling decision: both queues ask for every GPU, more than either's
-        # share, so the proportion plugin's deserved share is the plain weighted split of the cluster's
-        # GPUs (proportion.go:189-256); a queue grows only while allocated + 1 GPU <= deserved, so it
-        # ends on the whole GPUs below it.
-        high_share = total * HIGH_WEIGHT // (LOW_WEIGHT + HIGH_WEIGHT)
-        low_keeps = total - high_share
-        allure.attach(
-            f"total={total} high_share={high_share} low_keeps={low_keeps}",
-            name="expected shares",
-            attachment_type=allure.attachment_type.TEXT,
-        )
-    with allure.step(f"a preemptable job in the weight-{LOW_WEIGHT} queue takes all {total} GPUs"):
-        low_job = vcjob(
-            "low",
-            queues.low,
-            replicas=total,
-            min_available=LOW_MIN_AVAILABLE,
-            cpu=SMALL_CPU,
-            preemptable=True,
-        )
-        low_pg = wait_podgroup_of(kube, namespace, create_vcjob(kube, namespace, low_job))["metadata"]["name"]
-        wait_vcjob_pods_running(kube, namespace, "low", total)
-    with allure.step(
-        f"the weight-{HIGH_WEIGHT} queue asks for all {total} GPUs too, as {total} one-GPU jobs"
-    ):
-        # One job per GPU: reclaim works for a job only while it is starving, i.e. below its gang's
-        # minAvailable (actions/reclaim/reclaim.go:90,128; gang.go:207-212), so a single
-        # job with minAvailable 1 would reclaim one GPU and stop (see the module docstring).
-        for index in range(total):
-            one = vcjob(
-                f"high-{index:02d}",
-                queues.high,
-                replicas=1,
-                min_available=1,
-                cpu=SMALL_CPU,
-                preemptable=False,
-            )
-            create_vcjob(kube, namespace, one)
-
-    def shares(pods: list[Obj]) -> str:
-        return (
-            f"weight-{LOW_WEIGHT} queue holds {queue_gpus(pods, queues.low)} GPUs (its share: {low_keeps}), "
-            f"weight-{HIGH_WEIGHT} queue holds {queue_gpus(pods, queues.high)} "
-            f"(its share: {high_share}) of {total}"
-        )
-
-    def beyond_share(pods: list[Obj]) -> str | None:
-        high, low = queue_gpus(pods, queues.high), queue_gpus(pods, queues.low)
-        if high > high_share:
-            return f"{shares(pods)}: the weight-{HIGH_WEIGHT} queue got more than its weights entitle it to"
-        if low < low_keeps:
-            return f"{shares(pods)}: reclaim evicted the weight-{LOW_WEIGHT} queue below its weighted share"
-        return None
-
-    def at_shares(pods: list[Obj]) -> bool:
-        return queue_gpus(pods, queues.high) == high_share and queue_gpus(pods, queues.low) == low_keeps
-
-    with allure.step(f"reclaim evicts low's pods until the queues hold {low_keeps} and {high_share} GPUs"):
-        wait_for_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            until=at_shares,
-            fail=beyond_share,
-            describe=shares,
-            timeout=timeouts.ROUNDS,
-            what=f"the queues to hold their weighted shares ({low_keeps} and {high_share} GPUs)",
-        )
-    with allure.step("the shares hold for the consistency window: no further eviction, no overshoot"):
-        hold_list(
-            kube,
-            apis.POD,
-            namespace=namespace,
-            holds=at_shares,
-            describe=lambda pods: beyond_share(pods) or shares(pods),
-            what=f"the weighted shares ({low_keeps} and {high_share} GPUs)",
-        )
-    with allure.step("the evictions are reclaim's, of low's pods only, and low keeps its gang running"):
-        evicted = total - low_keeps
-
-        def evicted_low(events: list[Obj]) -> set[str]:
-            return {
-                involved(e).get("uid", "") for e in events if involved(e).get("name", "").startswith("low-")
-            }
-
-        def evicted_high(events: list[Obj]) -> str | None:
-            victims = sorted(
-                {
-                    involved(e).get("name", "")
-                    for e in events
-                    if not involved(e).get("name", "").startswith("low-")
-                }
-            )
-            return f"pods of the weight-{HIGH_WEIGHT} queue were evicted: {victims}" if victims else None
-
-        pod_events = wait_events(
-            kube,
-            namespace,
-            reason=EVICT,
-            kind="Pod",
-            until=lambda es: len(evicted_low(es)) >= evicted,
-            fail=evicted_high,
-            what=f"Evict events for the {evicted} reclaimed pods of vcjob low",
-        )
-        messages = {e.get("message") for e in pod_events}
-        assert messages == {EVICTED_BY_RECLAIM}, messages
-        assert all(e.get("type") == "Warning" for e in pod_events), pod_events
-        pg_events = wait_events(
-            kube,
-            namespace,
-            reason=EVICT,
-            kind="PodGroup",
-            until=lambda es: any(
-                involved(e).get("name") == low_pg and (e.get("message") or "").endswith("reclaim") for e in es
-            ),
-            timeout=timeouts.SHORT,
-            what=f"a Normal {EVICT} event (reclaim) on PodGroup {low_pg}",
-        )
-        groups = sorted({str(involved(e).get("name")) for e in pg_events})
-        assert groups == [low_pg], f"only low's PodGroup may see evictions, saw: {groups}"
-        low_group = kube.get(apis.PODGROUP, low_pg, namespace)
-        assert phase(low_group) == RUNNING, (
-            f"low keeps at least minAvailable={LOW_MIN_AVAILABLE} running, so its PodGroup stays Running:\n"
-            f"{describe_podgroup(low_group)}"
-        )

@@ -47,6 +47,7 @@ _SLOW_OPERATOR_SABOTAGES = {
 # at a quarter of its length, or need a cluster configured for them.
 _POLICIES = "gate budget: a ClusterQueue's field changed, the hook cohort_reclaim_never proves in the gate"
 _LIFECYCLE = "gate budget: a vcjob's policies dropped, as volcano_restart_policy_dropped does in the gate"
+_QUEUE_FIELD = "gate budget: a Volcano Queue's field rewritten, as volcano_queue_uncapped does in the gate"
 _VCJOB_FIELD = "gate budget: a vcjob's field rewritten, as volcano_restart_policy_dropped does in the gate"
 _TOPOLOGY = "gate budget: a vcjob's placement rewritten, as volcano_topology_one_rack does in the gate"
 _SLOW_POLICY_SABOTAGES = {
@@ -61,8 +62,8 @@ _SLOW_POLICY_SABOTAGES = {
     "volcano_topology_hard]": _TOPOLOGY,
     f"{_SABOTAGE}_with_volcano_plugin_network_topology_aware[volcano-plugin-network-topology-aware-"
     "volcano_topology_soft]": _TOPOLOGY,
-    f"{_SABOTAGE}[volcano_equal_weights]": "gate budget: a Volcano Queue's field rewritten, as "
-    "volcano_queue_uncapped does in the gate",
+    f"{_SABOTAGE}[volcano_equal_weights]": _QUEUE_FIELD,
+    f"{_SABOTAGE}[volcano_deserving_weighted]": _QUEUE_FIELD,
     f"{_SABOTAGE}[volcano_priorities_dropped]": _VCJOB_FIELD,
     f"{_SABOTAGE}[volcano_max_retry_raised]": _VCJOB_FIELD,
 }

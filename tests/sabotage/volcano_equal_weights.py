@@ -19,7 +19,7 @@ def pytest_kbc_mutate_object(obj: dict[str, Any], kube: Kube) -> None:
 
 
 EXPECT = Expect(
-    scenario="suites/test_volcano.py::test_reclaim_between_queues_follows_their_weights",
+    scenario="suites/test_volcano_reclaim.py::test_reclaim_between_queues_follows_their_weights",
     because=("kbc.errors.WaitTimeout", "waiting for the queues to hold their weighted shares"),
     # 36 s instead of 120: reclaim reaches the equal split in about 10 s; the wait then only runs out.
     timeout_scale=0.3,
