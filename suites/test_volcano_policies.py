@@ -27,9 +27,9 @@ import pytest
 from kubernetes.utils.quantity import parse_quantity
 
 from kbc import apis, timeouts
-from kbc.errors import GpusBusy, NotEnoughGpus, ScenarioFailure
+from kbc.errors import NotEnoughGpus, ScenarioFailure
 from kbc.events import involved, wait_events
-from kbc.gpu import Filler, GpuNode, gpu_nodes, wait_gpus_left_free
+from kbc.gpu import Filler, GpuNode, all_gpus_free, gpu_nodes, wait_gpus_left_free
 from kbc.jobs import bound, describe_pods, gpus_held, holding, node_of, uids
 from kbc.kube import Kube, Obj, hold_list, hold_together, wait_for_list
 from kbc.labels import GPU, PRODUCT_LABEL
@@ -222,20 +222,6 @@ def test_preempt_never_takes_from_another_queue(
 # -- proportion: guarantee --------------------------------------------------------------------------
 
 
-def _all_gpus_free(kube: Kube) -> int:
-    """The cluster's GPUs, every one of them free (else :class:`GpusBusy`: the cluster, not Volcano)."""
-    nodes = gpu_nodes(kube)
-    busy = [
-        f"{n.name}: {n.allocatable - n.free} of {n.allocatable} held"
-        for n in nodes
-        if n.free != n.allocatable
-    ]
-    total = sum(n.allocatable for n in nodes)
-    if total == 0 or busy:
-        raise GpusBusy(busy)
-    return total
-
-
 @pytest.mark.quota
 @pytest.mark.serial
 @allure.feature("quota")
@@ -246,7 +232,7 @@ def test_a_queue_guarantee_is_held_back_from_other_queues(
     kube: Kube, namespace: str, make_volcano_queue: VolcanoQueueFactory
 ) -> None:
     with allure.step("count the cluster's GPUs; all must be free"):
-        total = _all_gpus_free(kube)
+        total = all_gpus_free(kube)
         if total <= GUARANTEED:
             raise NotEnoughGpus(GUARANTEED + 1, gpu_nodes(kube))
         others_get = total - GUARANTEED

@@ -30,9 +30,8 @@ import allure
 import pytest
 
 from kbc import apis, timeouts
-from kbc.errors import GpusBusy
 from kbc.events import involved, wait_events
-from kbc.gpu import gpu_nodes, wait_gpus_left_free
+from kbc.gpu import all_gpus_free, wait_gpus_left_free
 from kbc.jobs import bound, describe_pods, gpus_held, holding, uids
 from kbc.kube import Kube, Obj, hold_list, hold_together, labels_of, wait_for_list
 from kbc.labels import GPU
@@ -77,20 +76,6 @@ class Side:
     queue: str
     called: str
     share: int
-
-
-def _all_gpus_free(kube: Kube) -> int:
-    """The cluster's GPUs, every one of them free (else :class:`GpusBusy`: the cluster, not Volcano)."""
-    nodes = gpu_nodes(kube)
-    busy = [
-        f"{n.name}: {n.allocatable - n.free} of {n.allocatable} held"
-        for n in nodes
-        if n.free != n.allocatable
-    ]
-    total = sum(n.allocatable for n in nodes)
-    if total == 0 or busy:
-        raise GpusBusy(busy)
-    return total
 
 
 def _reclaim_to_shares(kube: Kube, namespace: str, low: Side, high: Side, total: int) -> None:
@@ -224,7 +209,7 @@ def _reclaim_to_shares(kube: Kube, namespace: str, low: Side, high: Side, total:
 def test_reclaim_between_queues_follows_their_weights(
     kube: Kube, namespace: str, make_volcano_queue: VolcanoQueueFactory
 ) -> None:
-    total = _all_gpus_free(kube)
+    total = all_gpus_free(kube)
     # The test oracle, not a scheduling decision: both queues ask for every GPU, more than either's share,
     # so the proportion plugin's deserved share is the plain weighted split of the cluster's GPUs
     # (proportion.go:207-250); a queue grows only while allocated + 1 GPU <= deserved, so it ends on the
@@ -253,7 +238,7 @@ def test_reclaim_between_queues_follows_their_weights(
 def test_proportion_ignores_a_queue_s_deserved(
     kube: Kube, namespace: str, make_volcano_queue: VolcanoQueueFactory
 ) -> None:
-    total = _all_gpus_free(kube)
+    total = all_gpus_free(kube)
     # Equal weights: proportion's deserved share is half of the GPUs whatever spec.deserved says, for it
     # computes a Queue's deserved from its weight and never reads the field (proportion.go:207-227;
     # the capacity plugin reads it, docs/suites.md).
