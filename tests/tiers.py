@@ -1,7 +1,7 @@
 """The two tiers of the harness's own tests: ``make test`` (the gate CI runs) and ``make test-e2e`` (nightly).
 
-The gate proves every conformance scenario and every sabotage once on the local provider (the operators'
-that its budget cannot hold are named below), the local upgrade canary and its failure on a lost workload,
+The gate proves every conformance scenario and every sabotage once on the local provider (those
+its budget cannot hold are named below, each with why), the local upgrade canary and its failure on a lost workload,
 and everything the harness does without Docker; the heavy tier runs what needs kind or the harness's Docker
 Engine, the canaries at scale and under load, and the platforms' twins. A test is in the
 heavy tier when it takes one of :data:`E2E_FIXTURES`, is in the Docker engine's group, or is named below;
@@ -29,6 +29,10 @@ _SABOTAGE = "tests/integration/test_sabotages.py::test_the_scenario_fails_with_i
 # proves on the Job gangs' scenarios. Each still runs nightly.
 _RECLAIM = "gate budget: cohort_reclaim_never's hook, proven in the gate on the Job's reclaim"
 _CONTROL = "gate budget: GPU requests dropped, as gang_control_gangs_fit does in the gate"
+_OPERATORS = ("leaderworkerset", "pytorchjob", "rayjob", "trainjob")
+_FAR_TOO_HIGH = "gate budget: quota_far_too_high's hook, proven in the gate on the Job gangs' scenario"
+_QUOTA_GIVEN = "gate budget: trainjob_quota_given's hook, proven in the gate on the TrainJob"
+_TOLERATION = "gate budget: trainjob_flavor_without_toleration's hook, proven in the gate on the TrainJob"
 _SLOW_OPERATOR_SABOTAGES = {
     f"{_SABOTAGE}[leaderworkerset_reclaim_never]": _RECLAIM,
     f"{_SABOTAGE}[trainjob_reclaim_never]": _RECLAIM,
@@ -39,9 +43,17 @@ _SLOW_OPERATOR_SABOTAGES = {
     f"{_SABOTAGE}[rayjob_reclaim_never]": _RECLAIM,
     f"{_SABOTAGE}[rayjob_control_jobs_fit]": _CONTROL,
     f"{_SABOTAGE}[controller_trainjob_never_ends]": "gate budget: a TrainJob's completion wait run out",
+    **{f"{_SABOTAGE}[{kind}_quota_far_too_high]": _FAR_TOO_HIGH for kind in _OPERATORS},
+    # One operator keeps each of the next two hooks in the gate: the TrainJob's.
+    **{f"{_SABOTAGE}[{kind}_quota_given]": _QUOTA_GIVEN for kind in _OPERATORS if kind != "trainjob"},
+    **{
+        f"{_SABOTAGE}[{kind}_flavor_without_toleration]": _TOLERATION
+        for kind in _OPERATORS
+        if kind != "trainjob"
+    },
     "tests/integration/test_pods_ready_can_fail.py::test_an_operator_s_eviction_fails_when_the_timeout_is_"
-    "flattened_to_kueues_default": "gate budget: the flattened timeout's hook, proven in the gate on the "
-    "Job's eviction",
+    "flattened_to_kueues_default": "gate budget: the flattened timeout's Kueue configuration, whose sabotage "
+    "on the Job's eviction runs nightly too",
 }
 # The policies' sabotages (issue 42) whose hook the gate proves on a sibling: most fail by a wait run out,
 # at a quarter of its length, or need a cluster configured for them.
@@ -66,6 +78,21 @@ _SLOW_POLICY_SABOTAGES = {
     f"{_SABOTAGE}[volcano_deserving_weighted]": _QUEUE_FIELD,
     f"{_SABOTAGE}[volcano_priorities_dropped]": _VCJOB_FIELD,
     f"{_SABOTAGE}[volcano_max_retry_raised]": _VCJOB_FIELD,
+    f"{_SABOTAGE}[preemption_within_newer_equal]": _POLICIES,
+    f"{_SABOTAGE}[preemption_borrow_lower_priority]": _POLICIES,
+    f"{_SABOTAGE}[queueing_best_effort]": _POLICIES,
+    "tests/integration/test_cohort_can_fail.py::test_priority_preemption_fails_when_the_queue_may_not_"
+    "preempt": _POLICIES,
+    "tests/integration/test_preemption_can_fail.py::test_the_initial_share_scenario_fails_under_kueues_default_"
+    "strategies": "gate budget: fair sharing's preemption strategies changed, as the final share's sabotage "
+    "does in the gate",
+}
+# Kueue configurations that only a sabotage runs: each a cluster of its own for one test.
+_OWN_CLUSTER = "gate budget: a Kueue configuration of its own, whose cluster only this sabotage uses"
+_PODS_READY = "tests/integration/test_pods_ready_can_fail.py"
+_SLOW_CONFIGURATION_SABOTAGES = {
+    f"{_PODS_READY}::test_the_eviction_fails_when_the_timeout_is_flattened_to_kueues_default": _OWN_CLUSTER,
+    f"{_PODS_READY}::test_the_block_fails_when_admission_is_not_blocked": _OWN_CLUSTER,
 }
 _CANARY = "tests/integration/test_upgrade_canary.py"
 # The gate runs the canary and its failure on a lost workload; the canary's other failures, each a canary of
@@ -87,6 +114,7 @@ _CANARY_FAILURES = {
 E2E_TESTS = {
     **_SLOW_OPERATOR_SABOTAGES,
     **_SLOW_POLICY_SABOTAGES,
+    **_SLOW_CONFIGURATION_SABOTAGES,
     **_CANARY_FAILURES,
     "tests/integration/test_platform.py": "a twin per platform: a local cluster per misconfiguration",
     "tests/integration/test_platform_racks_and_dra.py": "a twin per platform, with racks and DRA",
