@@ -1,8 +1,8 @@
 """The two tiers of the harness's own tests: ``make test`` (the gate CI runs) and ``make test-e2e`` (nightly).
 
-The gate proves every conformance scenario and every sabotage once on the local provider (those
-its budget cannot hold are named below, each with why), the local upgrade canary and its failure on a lost workload,
-and everything the harness does without Docker; the heavy tier runs what needs kind or the harness's Docker
+The gate proves every conformance scenario and every sabotage once on the local provider (those its budget
+cannot hold are named below, each with why), the local upgrade canary and its failure on a lost workload, and
+everything the harness does without Docker; the heavy tier runs what needs kind or the harness's Docker
 Engine, the canaries at scale and under load, and the platforms' twins. A test is in the
 heavy tier when it takes one of :data:`E2E_FIXTURES`, is in the Docker engine's group, or is named below;
 every other test is in the gate. ``tests/conftest.py`` marks the heavy tier's tests ``e2e``, the Makefile
