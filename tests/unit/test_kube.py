@@ -12,8 +12,8 @@ import urllib3
 import yaml
 
 from kbc import apis
-from kbc.errors import ApiUnreachableError, ClusterError, ConsistencyViolation, KubeApiError
-from kbc.kube import Kube, _client, connect, describe_objects, hold_together, observe
+from kbc.errors import ApiUnreachableError, ClusterError, ConsistencyViolation
+from kbc.kube import connect, describe_objects, hold_together, observe
 from kbc.kube._client import selector
 
 
@@ -126,53 +126,3 @@ def test_a_wait_on_nodes_names_each_node_and_its_ready_condition_not_its_whole_s
     ]
     job = {"kind": "Job", "metadata": {"name": "j", "namespace": "n"}, "status": {"log": "x" * 5000}}
     assert len(describe_objects([job])) < 700 and "more characters" in describe_objects([job])
-
-
-def _timed_out() -> KubeApiError:
-    return KubeApiError(
-        "apply", "CustomResourceDefinition rayclusters.ray.io", 504, "Timeout", "context deadline"
-    )
-
-
-def _applying(answers: list[object], monkeypatch: pytest.MonkeyPatch) -> tuple[Kube, list[object]]:
-    """A Kube whose dynamic-client call answers *answers* in turn (an exception is raised); the calls."""
-    monkeypatch.setattr(_client, "APPLY_BACKOFF_S", 0.0)
-    kube = Kube.__new__(Kube)
-    calls: list[object] = []
-
-    def call(*args: object, **params: object) -> object:
-        calls.append(args)
-        answer = answers[len(calls) - 1]
-        if isinstance(answer, Exception):
-            raise answer
-        return answer
-
-    monkeypatch.setattr(kube, "_call", call)
-    return kube, calls
-
-
-CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "x"}}
-
-
-def test_an_apply_the_server_timed_out_on_is_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    kube, calls = _applying([_timed_out(), {"applied": True}], monkeypatch)
-    assert kube.apply(CRD) == {"applied": True}
-    assert len(calls) == 2
-
-
-def test_an_apply_that_keeps_timing_out_fails_after_its_attempts(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    kube, calls = _applying([_timed_out()] * _client.APPLY_ATTEMPTS, monkeypatch)
-    with pytest.raises(KubeApiError) as raised:
-        kube.apply(CRD)
-    assert raised.value.status == 504
-    assert len(calls) == _client.APPLY_ATTEMPTS
-
-
-def test_an_apply_refused_otherwise_is_not_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    refused = KubeApiError("apply", "CustomResourceDefinition x", 422, "Invalid", "spec.versions: Required")
-    kube, calls = _applying([refused, {"applied": True}], monkeypatch)
-    with pytest.raises(KubeApiError):
-        kube.apply(CRD)
-    assert len(calls) == 1
