@@ -31,7 +31,7 @@ from kbc.errors import NotEnoughGpus, ScenarioFailure
 from kbc.events import involved, wait_events
 from kbc.gpu import Filler, GpuNode, all_gpus_free, gpu_nodes, wait_gpus_left_free
 from kbc.jobs import bound, describe_pods, gpus_held, holding, node_of, uids
-from kbc.kube import Kube, Obj, hold_list, hold_together, wait_for_list
+from kbc.kube import Kube, Obj, hold_list, wait_for_list
 from kbc.labels import GPU, PRODUCT_LABEL
 from kbc.volcano import (
     EVICT,
@@ -43,6 +43,7 @@ from kbc.volcano import (
     VolcanoQueueFactory,
     create_vcjob,
     describe_podgroup,
+    hold_nothing_taken,
     job_pods,
     phase,
     set_guarantee,
@@ -182,40 +183,17 @@ def test_preempt_never_takes_from_another_queue(
             what=f"PodGroup {high_pg} to be {INQUEUE} (a preemptor the preempt action considers)",
         )
 
-    def low_untouched(pods: list[Obj]) -> bool:
-        return uids(holding(pods)) == before
-
-    def no_eviction(events: list[Obj]) -> bool:
-        return not events
-
     with allure.step("for the consistency window: low's 2 pods run on, high's pod stays unbound, no Evict"):
-        hold_together(
-            lambda: hold_list(
-                kube,
-                apis.POD,
-                namespace=namespace,
-                labels={JOB_NAME_LABEL: "low"},
-                holds=low_untouched,
-                describe=describe_pods,
-                what="the low-priority vcjob of another Queue keeping both its pods (preempt stays in one)",
+        hold_nothing_taken(
+            kube,
+            namespace,
+            holder="low",
+            kept=before,
+            holder_keeps=(
+                "the low-priority vcjob of another Queue keeping both its pods (preempt stays in one)"
             ),
-            lambda: hold_list(
-                kube,
-                apis.POD,
-                namespace=namespace,
-                labels={JOB_NAME_LABEL: "high"},
-                holds=lambda pods: not bound(pods),
-                describe=describe_pods,
-                what="the high-priority vcjob's pod unbound while the other Queue holds the GPUs",
-            ),
-            lambda: hold_list(
-                kube,
-                apis.EVENT,
-                namespace=namespace,
-                fields={"reason": EVICT},
-                holds=no_eviction,
-                what="no Evict event in the namespace",
-            ),
+            waiter="high",
+            waiter_waits="the high-priority vcjob's pod unbound while the other Queue holds the GPUs",
         )
 
 

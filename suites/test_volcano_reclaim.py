@@ -32,19 +32,19 @@ import pytest
 from kbc import apis, timeouts
 from kbc.events import involved, wait_events
 from kbc.gpu import all_gpus_free, wait_gpus_left_free
-from kbc.jobs import bound, describe_pods, gpus_held, holding, uids
-from kbc.kube import Kube, Obj, hold_list, hold_together, labels_of, wait_for_list
+from kbc.jobs import gpus_held, uids
+from kbc.kube import Kube, Obj, hold_list, labels_of, wait_for_list
 from kbc.labels import GPU
 from kbc.volcano import (
     EVICT,
     EVICTED_BY_RECLAIM,
     INQUEUE,
-    JOB_NAME_LABEL,
     QUEUE_NAME_LABEL,
     RUNNING,
     VolcanoQueueFactory,
     create_vcjob,
     describe_podgroup,
+    hold_nothing_taken,
     phase,
     wait_podgroup,
     wait_podgroup_of,
@@ -304,35 +304,13 @@ def test_reclaim_never_takes_within_one_queue(
             what=f"PodGroup {name} to be {INQUEUE} (a job the reclaim action considers)",
         )
 
-    def holder_untouched(pods: list[Obj]) -> bool:
-        return uids(holding(pods)) == before
-
     with allure.step("for the consistency window: holder's 2 pods run on, starving's is unbound, no Evict"):
-        hold_together(
-            lambda: hold_list(
-                kube,
-                apis.POD,
-                namespace=namespace,
-                labels={JOB_NAME_LABEL: "holder"},
-                holds=holder_untouched,
-                describe=describe_pods,
-                what="the holder keeping both its pods (reclaim takes only from other Queues)",
-            ),
-            lambda: hold_list(
-                kube,
-                apis.POD,
-                namespace=namespace,
-                labels={JOB_NAME_LABEL: "starving"},
-                holds=lambda pods: not bound(pods),
-                describe=describe_pods,
-                what="the starving vcjob's pod unbound while its own Queue holds the GPUs",
-            ),
-            lambda: hold_list(
-                kube,
-                apis.EVENT,
-                namespace=namespace,
-                fields={"reason": EVICT},
-                holds=lambda events: not events,
-                what="no Evict event in the namespace",
-            ),
+        hold_nothing_taken(
+            kube,
+            namespace,
+            holder="holder",
+            kept=before,
+            holder_keeps="the holder keeping both its pods (reclaim takes only from other Queues)",
+            waiter="starving",
+            waiter_waits="the starving vcjob's pod unbound while its own Queue holds the GPUs",
         )
