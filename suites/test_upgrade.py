@@ -69,6 +69,7 @@ from kbc.kueue import (
     wait_pending,
     wait_usage,
     wait_workload_of,
+    watch_cohort_use,
 )
 from kbc.labels import GPU
 from kbc.perf import PinsComparison, UpgradeUnderLoad
@@ -228,8 +229,13 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
         allure.attach("\n".join(done), name="upgrade", attachment_type=allure.attachment_type.TEXT)
     with allure.step("verify: the cohort holds no more than its quota (an over-admission is a finding)"):
         # First, and in its own words: a cohort committed beyond its quota is the component's doing. Never
-        # waited away: the gang that slips in stays admitted (Kueue does not preempt to undo it).
-        used_after = use()
+        # waited away: the gang that slips in stays admitted (Kueue does not preempt to undo it). Watched
+        # over the consistency window, so that an admission a moment late is this finding too, not a
+        # snapshot difference below.
+        watched = watch_cohort_use(
+            kube, namespace, cluster_queues=list(cohort.cluster_queues.values()), flavor=flavor, resource=GPU
+        )
+        used_after = watched if watched.over else use()
         if used_after.over:
             admitted_before = {
                 n for n, w in before.of_kind(apis.WORKLOAD).items() if w["admission"] != ABSENT

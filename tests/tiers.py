@@ -101,6 +101,8 @@ _CANARY_FAILURES = {
     f"{_CANARY}::test_the_canary_fails_naming_an_integration_the_new_kueue_configuration_drops": "gate "
     "budget: a canary of its own, the training operator built at its old pin",
     f"{_CANARY}::test_the_canary_fails_when_the_crds_are_not_upgraded": "gate budget: a canary of its own",
+    f"{_CANARY}::test_the_canary_reports_an_over_admission_as_the_finding": "gate budget: a canary of its "
+    "own",
     f"{_CANARY}::test_the_canary_fails_when_a_stored_version_stops_being_served": "gate budget: a canary of "
     "its own",
     f"{_CANARY}::test_a_baseline_that_fails_on_the_old_pins_is_an_expected_failure_and_marked": "gate "

@@ -3,12 +3,17 @@ from its Workloads' admissions; Kueue's start-up lines as the evidence; the cana
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import pytest
+
+import kbc.kueue.waits
 from kbc.cluster.components import Upgraded
-from kbc.kueue import cohort_use, start_up_lines
+from kbc.kube import Kube
+from kbc.kueue import cohort_use, start_up_lines, watch_cohort_use
 from kbc.labels import GPU
 from kbc.report.canary import Canary, summary_lines
 from kbc.supply.lock import load_lock
@@ -53,6 +58,52 @@ def test_a_cohort_committed_beyond_its_quota_is_over_from_the_workloads_whatever
     assert not cohort_use(queues, "gpus", GPU).over, "the status has not caught up"
     use = cohort_use(queues, "gpus", GPU, workloads)
     assert use.over and use.describe() == "10 of 8 in use (lender 6 of 6, borrower 4 of 2)"
+
+
+class Queues:
+    """A Kube that has the cohort's two ClusterQueues."""
+
+    def get(self, kind: object, name: str) -> dict[str, Any]:
+        quotas = {"lender": ("6", "4"), "borrower": ("2", "4")}
+        return cluster_queue(name, *quotas[name])
+
+
+def watched_over(monkeypatch: pytest.MonkeyPatch, *seen: list[dict[str, Any]]) -> list[int]:
+    """Have the watch see the Workloads *seen*, one list a change; the indexes it took."""
+    taken: list[int] = []
+
+    def observe(*args: object, **kwargs: object) -> Iterator[list[dict[str, Any]]]:
+        for index, workloads in enumerate(seen):
+            taken.append(index)
+            yield workloads
+
+    monkeypatch.setattr(kbc.kueue.waits, "observe", observe)
+    return taken
+
+
+FULL = [workload("borrows", "borrower", "4"), workload("lends", "lender", "4")]
+
+
+def test_the_watch_returns_at_the_first_change_that_takes_the_cohort_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    taken = watched_over(monkeypatch, FULL, [*FULL, workload("gang", "lender", "2")], FULL)
+    use = watch_cohort_use(
+        cast(Kube, Queues()), "ns", cluster_queues=["lender", "borrower"], flavor="gpus", resource=GPU
+    )
+    assert use.over and use.describe() == "10 of 8 in use (lender 6 of 6, borrower 4 of 2)"
+    assert taken == [0, 1], "it should stop at the over-admission, a late one included"
+
+
+def test_a_cohort_within_its_quota_for_the_whole_window_is_returned_as_it_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    taken = watched_over(monkeypatch, FULL, FULL[:1])
+    use = watch_cohort_use(
+        cast(Kube, Queues()), "ns", cluster_queues=["lender", "borrower"], flavor="gpus", resource=GPU
+    )
+    assert not use.over and use.describe() == "4 of 8 in use (lender 0 of 6, borrower 4 of 2)"
+    assert taken == [0, 1]
 
 
 KUEUE_LOG = "\n".join(

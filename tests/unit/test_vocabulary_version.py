@@ -142,7 +142,7 @@ def test_a_name_where_the_api_object_goes_names_the_signature(
 
 def legitimate_arguments(wait: Callable[..., object]) -> tuple[list[object], dict[str, object]]:
     """Arguments of the types *wait* declares, as a scenario writes them: the namespace second."""
-    values: dict[str, object] = {"Obj": JOB, "str": "x", "int": 2, "set[str]": {"x"}}
+    values: dict[str, object] = {"Obj": JOB, "str": "x", "int": 2, "set[str]": {"x"}, "Sequence[str]": ["x"]}
     args: list[object] = []
     kwargs: dict[str, object] = {}
     for index, p in enumerate(inspect.signature(wait).parameters.values()):
