@@ -80,6 +80,7 @@ from kbc.snapshot import (
     ca_bundle_problems,
     compare_settled,
     crds_in_groups,
+    key_of,
     stored_versions_not_served,
     take_snapshot,
     unreadable_versions,
@@ -244,7 +245,7 @@ def test_an_upgrade_keeps_every_queue_quota_and_running_workload(
                 f"Workload {w['metadata']['name']} admitted by {admission(w).get('clusterQueue')} "
                 f"({w['metadata'].get('creationTimestamp')}): {admission(w).get('podSetAssignments')}"
                 for w in kube.list(apis.WORKLOAD, namespace=namespace)
-                if admission(w) and w["metadata"]["name"] not in admitted_before
+                if admission(w) and key_of(w) not in admitted_before
             ]
             logs = upgrade_logs() or {}
             evidence = [
