@@ -28,6 +28,11 @@ admitted() {
     jsonpath='{range .items[?(@.status.admission)]}{.metadata.name}{" "}{.status.admission.clusterQueue}{"\n"}{end}'
 }
 
+# Each ClusterQueue's GPUs in use and borrowed, as Kueue's status has them.
+usage() {
+  kubectl get clusterqueues.kueue.x-k8s.io restart-race-lender restart-race-borrower -o jsonpath='{range .items[*]}{.metadata.name}{": "}{.status.flavorsUsage[0].resources[?(@.name=="nvidia.com/gpu")].total}{" GPUs in use, "}{.status.flavorsUsage[0].resources[?(@.name=="nvidia.com/gpu")].borrowed}{" borrowed\n"}{end}'
+}
+
 # Wait (up to 60 s) until exactly $1 Workloads of $ns are admitted and $2 exist.
 until_admitted() {
   local want=$1 made=$2 deadline=$((SECONDS + 60))
@@ -60,7 +65,7 @@ kubectl apply -f "$here/jobs.yaml" -l restart-race/job=lends >/dev/null
 until_admitted 2 2
 kubectl apply -f "$here/jobs.yaml" -l restart-race/job=gang >/dev/null
 until_admitted 2 3
-kubectl get clusterqueues.kueue.x-k8s.io restart-race-lender restart-race-borrower
+usage
 
 for ((run = 1; run <= runs; run++)); do
   kubectl -n "$kueue_ns" scale deployment "$deployment" --replicas=0 >/dev/null
@@ -74,10 +79,11 @@ for ((run = 1; run <= runs; run++)); do
     if admitted | grep -q '^job-gang-'; then
       echo "restart $run: OVER-ADMITTED: the gang was admitted while the cohort's 8 GPUs were in use"
       admitted
-      kubectl get clusterqueues.kueue.x-k8s.io restart-race-lender restart-race-borrower -o jsonpath='{range .items[*]}{.metadata.name}{": "}{.status.flavorsUsage[0].resources[?(@.name=="nvidia.com/gpu")].total}{" GPUs in use, "}{.status.flavorsUsage[0].resources[?(@.name=="nvidia.com/gpu")].borrowed}{" borrowed\n"}{end}'
-      echo "Kueue's start-up, from its log (which ClusterQueues its cache held when which cycle admitted what):"
+      usage
+      echo "Kueue's start-up to its third cycle, from its log (which ClusterQueues its cache held when which cycle admitted what):"
       kubectl -n "$kueue_ns" logs "deployment/$deployment" |
-        grep -E 'Scheduling cycle starts|ClusterQueue create event|Workload assumed in the cache' | head -40 || true
+        grep -E 'Scheduling cycle starts|ClusterQueue create event|Workload assumed in the cache' |
+        awk '/"schedulingCycle":4[,}]/ { exit } { print }' || true
       echo "remove the state: kubectl delete namespace $ns; kubectl delete clusterqueue restart-race-lender" \
         "restart-race-borrower; kubectl delete resourceflavor restart-race-gpu"
       exit 1
