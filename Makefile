@@ -110,6 +110,13 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver; \
 	fi
 
+# KUBERNETES=1.35 runs on another Kubernetes minor the lock carries (kubernetes.lanes): kbc toolchain builds it
+# and the run uses it (--kubernetes, through its variable).
+KUBERNETES ?=
+ifneq ($(KUBERNETES),)
+export KBC_KUBERNETES := $(KUBERNETES)
+endif
+
 # WORKERS=auto runs each cluster configuration's scenarios side by side with the others' on two workers on the
 # local provider, in one process elsewhere (a kind cluster's start takes a small machine's cores); 0: one
 # process everywhere (kbc.plugins.workers, docs/reading-results.md).

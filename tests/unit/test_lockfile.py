@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kbc.errors import LockFileError
+from kbc.errors import LockFileError, UnknownKubernetesMinor
 from kbc.supply.lock import (
     REQUIRED_COMPONENTS,
     REQUIRED_TEST_IMAGES,
@@ -47,7 +47,7 @@ def test_repository_lock_loads_with_every_pin() -> None:
 def test_versions_live_only_in_the_lock() -> None:
     """No pinned version string is repeated in code, manifests or the Makefile."""
     lock = load_lock()
-    versions = {lock.kubernetes.version, *(p.version for p in lock.tools.values())}
+    versions = {lock.kubernetes.version, *lock.kubernetes.lanes, *(p.version for p in lock.tools.values())}
     for comp in lock.components.values():
         versions |= {comp.app_version, comp.chart.version, comp.previous.app_version}
     versions |= {image.tag for image in lock.test_images.values()}
@@ -118,6 +118,10 @@ _DELETE = object()
         ("tools.runc.build.needs", {"seccomp.h": ""}, "expected `<header>.h: <Debian package>`"),
         ("tools.containerd.build.binaries.ctr", {"package": "cmd/ctr", "tags": ["a b"]}, "Go build tags"),
         ("kubernetes.nodeBinaries.binaries", {}, "names no binary"),
+        ("kubernetes.lanes", "v1.30.2", "expected a list of Kubernetes versions"),
+        ("kubernetes.lanes", ["1.30"], "expected a Kubernetes version like v1.30.2"),
+        ("kubernetes.lanes", ["v1.30.2", "v1.30.1"], "second version of Kubernetes 1.30"),
+        ("kubernetes.lanes", ["v1.34.1"], "second version of Kubernetes 1.34"),
         ("kubernetes.nodeBinaries.optional", _DELETE, "is missing"),
         ("kubernetes.kindRootfs.debianSuite", "Debian 12", "a Debian suite's code name"),
         ("kubernetes.kindRootfs.debianMirror", "deb.debian.org", "an http(s):// URL"),
@@ -155,10 +159,43 @@ def test_bad_field_is_named(
         "Go build tags": "tools.containerd.build.binaries.ctr.tags",
         "expected `<header>.h: <Debian package>`": "tools.runc.build.needs.seccomp.h",
         "does not match version": "draDrivers.dra-example-driver.image.tag",
+        "expected a Kubernetes version like v1.30.2": "kubernetes.lanes[0]",
+        "second version of Kubernetes 1.30": "kubernetes.lanes[1]",
+        "second version of Kubernetes 1.34": "kubernetes.lanes[0]",
     }.get(message, field)
     assert err.field == expected_field, str(err)
     assert str(path) in str(err)
     assert "Fix the lock file" in str(err)
+
+
+def test_a_lane_is_the_default_pin_at_another_minor_s_version() -> None:
+    lock = load_lock()
+    minors = lock.kubernetes_minors()
+    assert next(iter(minors)) == lock.kubernetes.minor and len(minors) == 1 + len(lock.kubernetes.lanes)
+    minor, version = list(minors.items())[-1]
+    lane = lock.on_kubernetes(minor).kubernetes
+    assert lane.version == version
+    builds = [lane.build, lane.node_build, lane.kind_build]
+    assert all(b is not None and b.version == version and not b.sum for b in builds)
+    assert lane.build.module == lock.kubernetes.build.module
+    assert lane.build.ldflags == lock.kubernetes.build.ldflags
+    assert lane.node_image is not None and (lane.node_image.tag, lane.node_image.digest) == (version, "")
+    assert lock.on_kubernetes(f"v{minor}").kubernetes == lane
+    assert lock.on_kubernetes(None) is lock
+    assert lock.on_kubernetes(lock.kubernetes.minor) is lock
+    assert lock.on_kubernetes(minor).components == lock.components
+
+
+@pytest.mark.parametrize("minor", ["1.99", "1.35.4", "latest"])
+def test_a_minor_the_lock_does_not_carry_is_refused_naming_those_it_does(minor: str) -> None:
+    lock = load_lock()
+    with pytest.raises(UnknownKubernetesMinor) as info:
+        lock.on_kubernetes(minor)
+    said = str(info.value)
+    assert said.startswith(f"--kubernetes {minor}: {lock.path} carries Kubernetes "), said
+    for carried, version in lock.kubernetes_minors().items():
+        assert f"{carried} ({version}" in said, said
+    assert "kubernetes.lanes" in said, said
 
 
 def test_the_dra_driver_is_pinned_by_its_module_hash_and_built_only_when_asked() -> None:
