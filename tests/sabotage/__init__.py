@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -55,6 +56,36 @@ def declared() -> dict[str, Expect]:
                 )
             found[info.name] = expect
     return found
+
+
+ADMISSION_MANAGER = "kueue-admission"
+"""The field manager Kueue's admission writes a Workload's reservation under."""
+
+
+def quota_reserved(
+    workload: dict[str, Any], cluster_queue: str, assignments: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A status apply that reserves quota for *workload* in *cluster_queue* with *assignments* (one per pod
+    set), as Kueue's admission writes it: apply it with ``subresource="status"`` and
+    :data:`ADMISSION_MANAGER`."""
+    meta = workload["metadata"]
+    return {
+        "apiVersion": workload["apiVersion"],
+        "kind": "Workload",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+        "status": {
+            "admission": {"clusterQueue": cluster_queue, "podSetAssignments": assignments},
+            "conditions": [
+                {
+                    "type": "QuotaReserved",
+                    "status": "True",
+                    "reason": "QuotaReserved",
+                    "message": "reserved by the sabotage",
+                    "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+            ],
+        },
+    }
 
 
 def quotas(obj: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,9 +21,9 @@ from kbc.cli import main as kbc
 from kbc.kube import is_true, wait_gone
 from kbc.perf import LiveState, UpgradeResult
 from kbc.plugins import canary_load
+from tests.sabotage import ADMISSION_MANAGER, quota_reserved
 
 MODULE = "tests.sabotage.upgrade_load_loses_remakes_over_admits"
-ADMISSION_MANAGER = "kueue-admission"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,29 +72,8 @@ def manifest(wl: dict[str, Any]) -> dict[str, Any]:
 
 def reservation(wl: dict[str, Any], flavor: str) -> dict[str, Any]:
     """Quota reserved for *wl* in its ClusterQueue, as Kueue's admission writes it."""
-    meta = wl["metadata"]
-    return {
-        "apiVersion": wl["apiVersion"],
-        "kind": "Workload",
-        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-        "status": {
-            "admission": {
-                "clusterQueue": meta["namespace"],
-                "podSetAssignments": [
-                    {"name": "main", "flavors": {"cpu": flavor}, "resourceUsage": {"cpu": "1"}, "count": 1}
-                ],
-            },
-            "conditions": [
-                {
-                    "type": "QuotaReserved",
-                    "status": "True",
-                    "reason": "QuotaReserved",
-                    "message": "reserved by the sabotage",
-                    "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                }
-            ],
-        },
-    }
+    main = {"name": "main", "flavors": {"cpu": flavor}, "resourceUsage": {"cpu": "1"}, "count": 1}
+    return quota_reserved(wl, wl["metadata"]["namespace"], [main])
 
 
 def main() -> int:

@@ -19,9 +19,9 @@ from kbc import apis
 from kbc.errors import KubeApiError
 from kbc.kube import Kube
 from kbc.labels import GPU
+from tests.sabotage import ADMISSION_MANAGER, quota_reserved
 
 GANG_JOB = "gang"
-ADMISSION_MANAGER = "kueue-admission"
 
 
 def pytest_kbc_upgrade_objects(component: str, objects: list[dict[str, Any]], kube: Kube) -> None:
@@ -57,8 +57,7 @@ def reserve(kube: Kube, wanted: dict[str, Any]) -> None:
 
 def reservation(kube: Kube, workload: dict[str, Any]) -> dict[str, Any]:
     """Quota reserved for *workload* in its LocalQueue's ClusterQueue, in that queue's first flavor."""
-    meta = workload["metadata"]
-    local = kube.get(apis.LOCAL_QUEUE, workload["spec"]["queueName"], meta["namespace"])
+    local = kube.get(apis.LOCAL_QUEUE, workload["spec"]["queueName"], workload["metadata"]["namespace"])
     cluster_queue = local["spec"]["clusterQueue"]
     flavor = kube.get(apis.CLUSTER_QUEUE, cluster_queue)["spec"]["resourceGroups"][0]["flavors"][0]["name"]
     assignments = []
@@ -75,20 +74,4 @@ def reservation(kube: Kube, workload: dict[str, Any]) -> dict[str, Any]:
                 "count": podset["count"],
             }
         )
-    return {
-        "apiVersion": workload["apiVersion"],
-        "kind": "Workload",
-        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-        "status": {
-            "admission": {"clusterQueue": cluster_queue, "podSetAssignments": assignments},
-            "conditions": [
-                {
-                    "type": "QuotaReserved",
-                    "status": "True",
-                    "reason": "QuotaReserved",
-                    "message": "reserved by the sabotage",
-                    "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                }
-            ],
-        },
-    }
+    return quota_reserved(workload, cluster_queue, assignments)
